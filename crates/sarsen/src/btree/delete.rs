@@ -1,0 +1,160 @@
+//! Delete and rebalance.
+//!
+//! After a node leaves a page, a page below a quarter full (or a leaf with
+//! no node, a branch with one child) is merged with a sibling when both fit
+//! in one page; the parent loses the separator and is checked in turn. A
+//! root branch left with one child is replaced by that child, so the tree
+//! shrinks by a level; an empty root leaf leaves an empty tree. Pages that
+//! cannot merge stay as they are: every page keeps at least one node, which
+//! is all that search and cursors need.
+
+use super::insert::{branch_node, remove_leaf_node, set_child, touch_path};
+use super::{descend, Path, Source};
+use crate::error::{Error, Result};
+use crate::io::Map;
+use crate::page::{edit, DbRecord, Kind, Page, Pgno, HDR};
+use crate::txn::writer::Writer;
+
+/// Deletes `key` from `rec`; `Ok(false)` if it was not there.
+pub(crate) fn delete(w: &mut Writer, map: &Map, rec: &mut DbRecord, key: &[u8]) -> Result<bool> {
+    if rec.root == 0 {
+        return Ok(false);
+    }
+    let (mut path, found) = descend(w.source(map), rec, key)?;
+    if !found {
+        return Ok(false);
+    }
+    w.reserve(map, rec.depth as usize + 2, 0)?;
+    touch_path(w, map, rec, &mut path)?;
+    let leaf = path.leaf();
+    remove_leaf_node(w, rec, leaf.pgno, leaf.idx)?;
+    rec.entries = rec.entries.saturating_sub(1);
+    rebalance(w, map, rec, &path)?;
+    Ok(true)
+}
+
+/// Merges under-filled pages from the leaf of `path` upwards.
+pub(crate) fn rebalance(w: &mut Writer, map: &Map, rec: &mut DbRecord, path: &Path) -> Result<()> {
+    let cap = w.layout.psize - HDR;
+    let mut level = path.len - 1;
+    while level > 0 {
+        let pg = path.steps[level].pgno;
+        let (kind, n, used) = {
+            let p = w.source(map).page(pg)?;
+            (p.kind(), p.len(), p.used())
+        };
+        let min = if kind == Kind::Leaf { 1 } else { 2 };
+        if n >= min && used >= cap / 4 {
+            return Ok(());
+        }
+        let parent = path.steps[level - 1];
+        if !merge_with_sibling(w, map, rec, parent.pgno, parent.idx, kind)? {
+            return Ok(());
+        }
+        level -= 1;
+    }
+    collapse_root(w, map, rec)
+}
+
+/// Merges child `idx` of dirty branch `ppg` with a neighbour when both fit
+/// in one page. Returns whether a merge happened.
+fn merge_with_sibling(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    ppg: Pgno,
+    idx: usize,
+    kind: Kind,
+) -> Result<bool> {
+    let cap = w.layout.psize - HDR;
+    let (li, ri, lpg, rpg, sep) = {
+        let s = w.source(map);
+        let pp = s.page(ppg)?;
+        if pp.len() < 2 {
+            return Ok(false);
+        }
+        let (li, ri) = if idx > 0 { (idx - 1, idx) } else { (0, 1) };
+        let r = pp.branch(ri)?;
+        (li, ri, pp.branch(li)?.child, r.child, r.key.to_vec())
+    };
+    let (lused, rbuf) = {
+        let s = w.source(map);
+        let lp = s.page(lpg)?;
+        let rp = s.page(rpg)?;
+        if lp.kind() != kind || rp.kind() != kind {
+            return Err(Error::corrupted(
+                u64::from(rpg),
+                "siblings of different kinds",
+            ));
+        }
+        (lp.used(), rp.bytes().to_vec())
+    };
+    let extra = if kind == Kind::Branch { sep.len() } else { 0 };
+    let rp = Page::new(&rbuf, rpg)?;
+    if lused + rp.used() + extra > cap {
+        return Ok(false);
+    }
+    let newl = w.touch(map, lpg)?;
+    if newl != lpg {
+        set_child(w, ppg, li, newl)?;
+    }
+    let lb = w.dirty_mut(newl)?;
+    let mut at = Page::new(lb, newl)?.len();
+    for k in 0..rp.len() {
+        let ok = if kind == Kind::Branch && k == 0 {
+            let b = rp.branch(0)?;
+            edit::insert_raw(lb, at, &branch_node(&sep, b.child, b.cksum, b.flags))
+        } else {
+            edit::insert_raw(lb, at, rp.raw_node(k)?)
+        };
+        if !ok {
+            return Err(Error::corrupted(u64::from(rpg), "merged page overflows"));
+        }
+        at += 1;
+    }
+    let pb = w.dirty_mut(ppg)?;
+    let len = Page::new(pb, ppg)?.branch(ri)?.stored_len();
+    edit::remove(pb, ri, len);
+    w.free(rpg, 1);
+    match kind {
+        Kind::Leaf => rec.leaf_pages = rec.leaf_pages.saturating_sub(1),
+        _ => rec.branch_pages = rec.branch_pages.saturating_sub(1),
+    }
+    Ok(true)
+}
+
+/// Removes empty or single-child roots.
+fn collapse_root(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result<()> {
+    while rec.root != 0 {
+        let root = rec.root;
+        let (leaf, n, child) = {
+            let p = w.source(map).page(root)?;
+            let child = if !p.is_leaf() && p.len() == 1 {
+                Some(p.branch(0)?)
+            } else {
+                None
+            };
+            (p.is_leaf(), p.len(), child.map(|c| (c.child, c.cksum)))
+        };
+        if leaf {
+            if n == 0 {
+                w.free(root, 1);
+                rec.root = 0;
+                rec.depth = 0;
+                rec.leaf_pages = 0;
+                rec.root_cksum = 0;
+            }
+            return Ok(());
+        }
+        let Some((child, cksum)) = child else {
+            return Ok(());
+        };
+        w.free(root, 1);
+        rec.root = child;
+        rec.root_cksum = cksum;
+        rec.mod_txnid = 0;
+        rec.depth = rec.depth.saturating_sub(1);
+        rec.branch_pages = rec.branch_pages.saturating_sub(1);
+    }
+    Ok(())
+}

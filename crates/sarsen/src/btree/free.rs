@@ -1,0 +1,58 @@
+//! Releasing a whole tree (clear and drop of a database).
+
+use super::{check_depth, Source};
+use crate::error::{Error, Result};
+use crate::io::Map;
+use crate::page::{DbRecord, LeafValue, Pgno};
+use crate::txn::writer::Writer;
+
+/// Frees every page of `rec` (and its overflow runs) and empties it.
+pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result<()> {
+    if rec.root != 0 {
+        let depth = check_depth(rec)?;
+        free_page(w, map, rec.root, depth)?;
+    }
+    let flags = rec.flags;
+    let seq = rec.sequence;
+    *rec = DbRecord {
+        flags,
+        sequence: seq,
+        ..DbRecord::default()
+    };
+    Ok(())
+}
+
+fn free_page(w: &mut Writer, map: &Map, pgno: Pgno, levels: usize) -> Result<()> {
+    if levels == 0 {
+        return Err(Error::corrupted(
+            u64::from(pgno),
+            "tree deeper than its recorded depth",
+        ));
+    }
+    let l = w.layout;
+    let mut children = Vec::new();
+    let mut runs = Vec::new();
+    {
+        let p = w.source(map).page(pgno)?;
+        if p.is_leaf() != (levels == 1) {
+            return Err(super::bad_level(pgno));
+        }
+        for i in 0..p.len() {
+            if p.is_leaf() {
+                if let LeafValue::Overflow { pgno, len, .. } = p.leaf(i)?.value {
+                    runs.push((pgno, l.overflow_pages(len)));
+                }
+            } else {
+                children.push(p.branch(i)?.child);
+            }
+        }
+    }
+    for c in children {
+        free_page(w, map, c, levels - 1)?;
+    }
+    for (r, n) in runs {
+        w.free(r, n);
+    }
+    w.free(pgno, 1);
+    Ok(())
+}

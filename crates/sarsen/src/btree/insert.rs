@@ -1,0 +1,328 @@
+//! Insert, overwrite and page split.
+//!
+//! The writer descends, makes the whole path dirty (copy-on-write, top
+//! down), then changes the leaf in place. A page that cannot take a node
+//! splits in two; the split inserts a separator into the parent, which may
+//! split in turn; a root split adds a level.
+
+use super::{descend, Path, Source};
+use crate::error::{Error, Result};
+use crate::io::Map;
+use crate::page::node::{self, BranchNode, LeafValue};
+use crate::page::{edit, DbRecord, Kind, Page, Pgno, HDR};
+use crate::txn::writer::Writer;
+
+/// Inserts or overwrites `key` with `val` in the tree `rec`.
+///
+/// The caller has checked the key and value sizes. Before anything is
+/// changed, enough free pages are reserved for the worst case (a split at
+/// every level plus a new root and the overflow run), so running out of
+/// space fails cleanly with `UpperBoundReached` and changes nothing.
+pub(crate) fn put(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    key: &[u8],
+    val: &[u8],
+) -> Result<()> {
+    let l = w.layout;
+    let big = !l.inline(key.len(), val.len());
+    let run = if big { l.overflow_pages(val.len()) } else { 0 };
+    w.reserve(map, 2 * (rec.depth as usize + 1) + 1 + run, run)?;
+    if rec.root == 0 {
+        let pgno = w.new_page(map, Kind::Leaf)?;
+        rec.root = pgno;
+        rec.depth = 1;
+        rec.leaf_pages += 1;
+    }
+    let (mut path, found) = descend(w.source(map), rec, key)?;
+    touch_path(w, map, rec, &mut path)?;
+    let leaf = path.leaf();
+    if found {
+        if overwrite_in_place(w, leaf.pgno, leaf.idx, val, big)? {
+            return Ok(());
+        }
+        remove_leaf_node(w, rec, leaf.pgno, leaf.idx)?;
+        rec.entries -= 1;
+    }
+    let value = if big {
+        let (pgno, cksum) = w.write_overflow(map, val)?;
+        rec.overflow_pages += run as u64;
+        LeafValue::Overflow {
+            pgno,
+            len: val.len(),
+            cksum,
+        }
+    } else {
+        LeafValue::Inline(val)
+    };
+    let mut scratch = std::mem::take(&mut w.scratch);
+    scratch.clear();
+    scratch.resize(node::leaf_len(key.len(), val.len(), big), 0);
+    node::write_leaf(&mut scratch, key, &value, 0);
+    let r = insert_node(w, map, rec, &path, path.len - 1, leaf.idx, &scratch);
+    w.scratch = scratch;
+    r?;
+    rec.entries += 1;
+    Ok(())
+}
+
+/// Replaces the value of node `idx` in dirty leaf `pgno` when the new value
+/// is inline and exactly as long as an inline old one.
+fn overwrite_in_place(
+    w: &mut Writer,
+    pgno: Pgno,
+    idx: usize,
+    val: &[u8],
+    big: bool,
+) -> Result<bool> {
+    if big {
+        return Ok(false);
+    }
+    let b = w.dirty_mut(pgno)?;
+    let (klen, same) = {
+        let p = Page::new(b, pgno)?;
+        let n = p.leaf(idx)?;
+        let same = matches!(n.value, LeafValue::Inline(v) if v.len() == val.len());
+        (n.key.len(), same)
+    };
+    if same {
+        let d = edit::node_mut(b, idx);
+        let v = node::LEAF_HDR + klen;
+        d[v..v + val.len()].copy_from_slice(val);
+    }
+    Ok(same)
+}
+
+/// Removes node `idx` from dirty leaf `pgno`, freeing its overflow run.
+pub(crate) fn remove_leaf_node(
+    w: &mut Writer,
+    rec: &mut DbRecord,
+    pgno: Pgno,
+    idx: usize,
+) -> Result<()> {
+    let l = w.layout;
+    let (len, run) = {
+        let b = w.dirty_mut(pgno)?;
+        let p = Page::new(b, pgno)?;
+        let n = p.leaf(idx)?;
+        let run = match n.value {
+            LeafValue::Overflow { pgno, len, .. } => Some((pgno, l.overflow_pages(len))),
+            LeafValue::Inline(_) => None,
+        };
+        (n.stored_len(), run)
+    };
+    edit::remove(w.dirty_mut(pgno)?, idx, len);
+    if let Some((ov, n)) = run {
+        w.free(ov, n);
+        rec.overflow_pages = rec.overflow_pages.saturating_sub(n as u64);
+    }
+    Ok(())
+}
+
+/// Makes every page on `path` dirty, top down, pointing each parent at its
+/// child's new page number.
+pub(crate) fn touch_path(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    path: &mut Path,
+) -> Result<()> {
+    for level in 0..path.len {
+        let old = path.steps[level].pgno;
+        let new = w.touch(map, old)?;
+        if new == old {
+            continue;
+        }
+        path.steps[level].pgno = new;
+        if level == 0 {
+            rec.root = new;
+        } else {
+            let parent = path.steps[level - 1];
+            set_child(w, parent.pgno, parent.idx, new)?;
+        }
+    }
+    Ok(())
+}
+
+/// Points node `idx` of dirty branch `pgno` at `child` (checksum filled at commit).
+pub(crate) fn set_child(w: &mut Writer, pgno: Pgno, idx: usize, child: Pgno) -> Result<()> {
+    let b = w.dirty_mut(pgno)?;
+    Page::new(b, pgno)?.branch(idx)?;
+    node::set_branch_child(edit::node_mut(b, idx), child, 0, 0);
+    Ok(())
+}
+
+/// Inserts the raw node `nd` at `idx` of the dirty page at `path[level]`,
+/// splitting as needed.
+pub(crate) fn insert_node(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    path: &Path,
+    level: usize,
+    idx: usize,
+    nd: &[u8],
+) -> Result<()> {
+    let pg = path.steps[level].pgno;
+    if edit::insert_raw(w.dirty_mut(pg)?, idx, nd) {
+        return Ok(());
+    }
+    let rightmost = is_rightmost(w, map, path, level)?;
+    let src = w
+        .dirty
+        .remove(&pg)
+        .ok_or_else(|| Error::corrupted(u64::from(pg), "page to split is not dirty"))?;
+    let r = split(w, map, rec, path, level, idx, nd, &src, rightmost);
+    w.recycle(src);
+    r
+}
+
+/// Whether the page at `path[level]` is the last at every level above it.
+fn is_rightmost(w: &Writer, map: &Map, path: &Path, level: usize) -> Result<bool> {
+    let s = w.source(map);
+    for j in 0..level {
+        let st = path.steps[j];
+        if st.idx + 1 != s.page(st.pgno)?.len() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Splits the page `src` (removed from the dirty set) while inserting `nd`
+/// at `idx`: the left half keeps the page number, the right half gets a new
+/// page, and the right half's first key goes up to the parent.
+#[allow(clippy::too_many_arguments)]
+fn split(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    path: &Path,
+    level: usize,
+    idx: usize,
+    nd: &[u8],
+    src: &[u8],
+    rightmost: bool,
+) -> Result<()> {
+    let pg = path.steps[level].pgno;
+    let p = Page::new(src, pg)?;
+    let kind = p.kind();
+    let n = p.len();
+    let item = |k: usize| -> Result<&[u8]> {
+        match k.cmp(&idx) {
+            std::cmp::Ordering::Less => p.raw_node(k),
+            std::cmp::Ordering::Equal => Ok(nd),
+            std::cmp::Ordering::Greater => p.raw_node(k - 1),
+        }
+    };
+    let key_of = |raw: &[u8]| -> Result<Vec<u8>> {
+        let k = match kind {
+            Kind::Leaf => node::LeafNode::parse(raw).map(|n| n.key),
+            _ => BranchNode::parse(raw).map(|n| n.key),
+        };
+        k.map(<[u8]>::to_vec)
+            .ok_or_else(|| Error::corrupted(u64::from(pg), "node overruns page in split"))
+    };
+    let mut sizes = Vec::with_capacity(n + 1);
+    let mut keylens = Vec::with_capacity(n + 1);
+    for k in 0..=n {
+        let raw = item(k)?;
+        sizes.push(raw.len() + 2);
+        keylens.push(if kind == Kind::Branch {
+            key_of(raw)?.len()
+        } else {
+            0
+        });
+    }
+    let cap = w.layout.psize - HDR;
+    let s = choose_split(&sizes, &keylens, cap, rightmost && idx == n)
+        .ok_or_else(|| Error::corrupted(u64::from(pg), "no split point fits"))?;
+    let sep = key_of(item(s)?)?;
+
+    let right = w.new_page(map, kind)?;
+    let mut left = w.buffer();
+    crate::page::init(&mut left, pg, kind, w.txnid);
+    for k in 0..s {
+        if !edit::insert_raw(&mut left, k, item(k)?) {
+            return Err(Error::corrupted(u64::from(pg), "split half overflows"));
+        }
+    }
+    let rb = w.dirty_mut(right)?;
+    for k in s..=n {
+        let raw = item(k)?;
+        let ok = if kind == Kind::Branch && k == s {
+            let b = BranchNode::parse(raw)
+                .ok_or_else(|| Error::corrupted(u64::from(pg), "branch node overruns page"))?;
+            edit::insert_raw(rb, 0, &branch_node(&[], b.child, b.cksum, b.flags))
+        } else {
+            edit::insert_raw(rb, k - s, raw)
+        };
+        if !ok {
+            return Err(Error::corrupted(u64::from(pg), "split half overflows"));
+        }
+    }
+    w.dirty.insert(pg, left);
+    match kind {
+        Kind::Leaf => rec.leaf_pages += 1,
+        _ => rec.branch_pages += 1,
+    }
+    let link = branch_node(&sep, right, 0, 0);
+    if level == 0 {
+        new_root(w, map, rec, pg, &link)
+    } else {
+        let parent = path.steps[level - 1];
+        insert_node(w, map, rec, path, level - 1, parent.idx + 1, &link)
+    }
+}
+
+/// Picks the number of items that stay left. `sizes` are node+slot bytes;
+/// `keylens` the key lengths (branches drop the key of the right half's
+/// first node). `append`: sequential insert at the right edge of the tree,
+/// where leaving the left page full gives densely packed pages.
+fn choose_split(sizes: &[usize], keylens: &[usize], cap: usize, append: bool) -> Option<usize> {
+    let total: usize = sizes.iter().sum();
+    let n = sizes.len();
+    let fits = |s: usize, left: usize| left <= cap && total - left - keylens[s] <= cap;
+    let left_all: usize = sizes[..n - 1].iter().sum();
+    if append && fits(n - 1, left_all) {
+        return Some(n - 1);
+    }
+    let mut best: Option<(usize, usize)> = None;
+    let mut left = 0;
+    for s in 1..n {
+        left += sizes[s - 1];
+        if fits(s, left) {
+            let worst = left.max(total - left - keylens[s]);
+            if best.is_none_or(|(_, b)| worst < b) {
+                best = Some((s, worst));
+            }
+        }
+    }
+    best.map(|(s, _)| s)
+}
+
+/// Encodes a branch node.
+pub(crate) fn branch_node(key: &[u8], child: Pgno, cksum: u64, flags: u8) -> Vec<u8> {
+    let mut v = vec![0u8; node::branch_len(key.len())];
+    node::write_branch(&mut v, key, child, cksum, flags);
+    v
+}
+
+/// Adds a level: a new root branch over `left` and the node `link`.
+fn new_root(w: &mut Writer, map: &Map, rec: &mut DbRecord, left: Pgno, link: &[u8]) -> Result<()> {
+    if rec.depth as usize >= super::MAX_DEPTH {
+        return Err(Error::corrupted(
+            u64::from(rec.root),
+            "tree would exceed 32 levels",
+        ));
+    }
+    let root = w.new_page(map, Kind::Branch)?;
+    let b = w.dirty_mut(root)?;
+    edit::insert_raw(b, 0, &branch_node(&[], left, 0, 0));
+    edit::insert_raw(b, 1, link);
+    rec.root = root;
+    rec.depth += 1;
+    rec.branch_pages += 1;
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! The copy-on-write B+tree: search (this file), insert and split
+//! (`insert`), delete and rebalance (`delete`), checksums at commit (`seal`)
+//! and whole-tree release (`free`).
+//!
+//! Read paths are generic over a [`Source`] of pages: the map bounded by a
+//! snapshot for read transactions, dirty pages then the map for the writer.
+
+pub(crate) mod delete;
+pub(crate) mod free;
+pub(crate) mod insert;
+pub(crate) mod seal;
+
+use crate::error::{Error, Result};
+use crate::io::Map;
+use crate::page::{self, DbRecord, Layout, LeafValue, Page, Pgno};
+
+/// Deepest tree accepted (as LMDB's cursor stack). With at least two keys
+/// per page this is far beyond any file that fits in 2^31 pages.
+pub(crate) const MAX_DEPTH: usize = 32;
+
+/// Where pages come from. Copy, so views borrow the source's lifetime `'a`
+/// rather than a local.
+pub(crate) trait Source<'a>: Copy {
+    /// The branch or leaf page `pgno`, validated.
+    fn page(self, pgno: Pgno) -> Result<Page<'a>>;
+    /// The bytes of a leaf value (reading its overflow run if it has one).
+    fn value(self, v: LeafValue<'a>) -> Result<&'a [u8]>;
+}
+
+/// A snapshot's view of the map: pages below `limit` only.
+#[derive(Clone, Copy)]
+pub(crate) struct MapSource<'a> {
+    pub map: &'a Map,
+    pub layout: Layout,
+    pub limit: Pgno,
+}
+
+impl<'a> Source<'a> for MapSource<'a> {
+    #[inline]
+    fn page(self, pgno: Pgno) -> Result<Page<'a>> {
+        map_page(self.map, &self.layout, self.limit, pgno)
+    }
+    #[inline]
+    fn value(self, v: LeafValue<'a>) -> Result<&'a [u8]> {
+        match v {
+            LeafValue::Inline(b) => Ok(b),
+            LeafValue::Overflow { pgno, len, .. } => {
+                map_overflow(self.map, &self.layout, self.limit, pgno, len)
+            }
+        }
+    }
+}
+
+/// Page `pgno` from the map, checked to lie below `limit` (past which the
+/// file may end) and beyond the meta pages.
+#[inline]
+pub(crate) fn map_page<'a>(map: &'a Map, l: &Layout, limit: Pgno, pgno: Pgno) -> Result<Page<'a>> {
+    if pgno < page::META_PAGES || pgno >= limit {
+        return Err(Error::corrupted(
+            u64::from(pgno),
+            format!("page number outside the allocated pages 3..{limit}"),
+        ));
+    }
+    let b = map
+        .slice(pgno as usize * l.psize, l.psize)
+        .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the map"))?;
+    Page::new(b, pgno)
+}
+
+/// The `len`-byte value stored in the overflow run at `pgno`.
+pub(crate) fn map_overflow<'a>(
+    map: &'a Map,
+    l: &Layout,
+    limit: Pgno,
+    pgno: Pgno,
+    len: usize,
+) -> Result<&'a [u8]> {
+    let n = l.overflow_pages(len);
+    if pgno < page::META_PAGES || u64::from(pgno) + n as u64 > u64::from(limit) {
+        return Err(Error::corrupted(
+            u64::from(pgno),
+            "overflow run outside the allocated pages",
+        ));
+    }
+    let b = map
+        .slice(pgno as usize * l.psize, n * l.psize)
+        .ok_or_else(|| Error::corrupted(u64::from(pgno), "overflow run outside the map"))?;
+    page::check_overflow(b, pgno, n)?;
+    Ok(&b[page::HDR..page::HDR + len])
+}
+
+/// Checks a tree's depth before descending it.
+pub(crate) fn check_depth(rec: &DbRecord) -> Result<usize> {
+    let d = rec.depth as usize;
+    if d > MAX_DEPTH {
+        return Err(Error::corrupted(
+            u64::from(rec.root),
+            "tree deeper than 32 levels",
+        ));
+    }
+    Ok(d)
+}
+
+/// Error for a page whose kind does not fit its level.
+pub(crate) fn bad_level(pgno: Pgno) -> Error {
+    Error::corrupted(
+        u64::from(pgno),
+        "page kind does not match its level in the tree",
+    )
+}
+
+/// Point lookup: touches only the root-to-leaf path, allocates nothing.
+#[inline]
+pub(crate) fn get<'a, S: Source<'a>>(s: S, rec: &DbRecord, key: &[u8]) -> Result<Option<&'a [u8]>> {
+    if rec.root == 0 {
+        return Ok(None);
+    }
+    let depth = check_depth(rec)?;
+    let mut pgno = rec.root;
+    for level in 1..=depth {
+        let p = s.page(pgno)?;
+        if p.is_leaf() != (level == depth) {
+            return Err(bad_level(pgno));
+        }
+        if p.is_leaf() {
+            let (i, eq) = p.search_leaf(key)?;
+            if !eq {
+                return Ok(None);
+            }
+            return s.value(p.leaf(i)?.value).map(Some);
+        }
+        pgno = p.branch(p.search_branch(key)?)?.child;
+    }
+    Err(bad_level(pgno))
+}
+
+/// One level of a descent: the page and the index taken in it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Step {
+    pub pgno: Pgno,
+    pub idx: usize,
+}
+
+/// A root-to-leaf path (fixed size: no allocation).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Path {
+    pub steps: [Step; MAX_DEPTH],
+    pub len: usize,
+}
+
+impl Path {
+    pub(crate) fn new() -> Path {
+        Path {
+            steps: [Step::default(); MAX_DEPTH],
+            len: 0,
+        }
+    }
+    pub(crate) fn leaf(&self) -> Step {
+        self.steps[self.len - 1]
+    }
+}
+
+/// Descends to the leaf where `key` is or would be. Returns the path (leaf
+/// index = first key `>= key`) and whether the key was found.
+pub(crate) fn descend<'a, S: Source<'a>>(s: S, rec: &DbRecord, key: &[u8]) -> Result<(Path, bool)> {
+    let depth = check_depth(rec)?;
+    let mut path = Path::new();
+    let mut pgno = rec.root;
+    for level in 1..=depth {
+        let p = s.page(pgno)?;
+        if p.is_leaf() != (level == depth) {
+            return Err(bad_level(pgno));
+        }
+        if p.is_leaf() {
+            let (i, eq) = p.search_leaf(key)?;
+            path.steps[level - 1] = Step { pgno, idx: i };
+            path.len = level;
+            return Ok((path, eq));
+        }
+        let i = p.search_branch(key)?;
+        path.steps[level - 1] = Step { pgno, idx: i };
+        pgno = p.branch(i)?.child;
+    }
+    Err(bad_level(pgno))
+}

@@ -1,0 +1,440 @@
+//! Cursors and range iterators.
+//!
+//! A cursor keeps the path from the root to its current leaf entry in a
+//! fixed-size stack (no allocation) and moves along leaves by climbing to
+//! the nearest ancestor with a neighbour, as LMDB's `mdb_cursor_sibling`.
+//! Keys and values it returns borrow the transaction: zero copy.
+
+use std::ops::{Bound, RangeBounds};
+
+use crate::btree::{self, MapSource, Source, MAX_DEPTH};
+use crate::error::Result;
+use crate::page::{DbRecord, LeafValue, Page, Pgno};
+use crate::txn::writer::WSource;
+
+/// A key and its value, both borrowed from the transaction.
+pub type Entry<'txn> = (&'txn [u8], &'txn [u8]);
+
+/// Pages of a read transaction or of the writer.
+#[derive(Clone, Copy)]
+pub(crate) enum AnySource<'a> {
+    Map(MapSource<'a>),
+    Write(WSource<'a>),
+}
+
+impl<'a> Source<'a> for AnySource<'a> {
+    #[inline]
+    fn page(self, pgno: Pgno) -> Result<Page<'a>> {
+        match self {
+            AnySource::Map(s) => s.page(pgno),
+            AnySource::Write(s) => s.page(pgno),
+        }
+    }
+    #[inline]
+    fn value(self, v: LeafValue<'a>) -> Result<&'a [u8]> {
+        match self {
+            AnySource::Map(s) => s.value(v),
+            AnySource::Write(s) => s.value(v),
+        }
+    }
+}
+
+/// Where a cursor stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pos {
+    /// Not yet positioned: `next` starts at the first entry, `prev` at the last.
+    Unset,
+    /// On an entry.
+    At,
+    /// Moved past the last entry: `prev` returns the last.
+    PastEnd,
+    /// Moved before the first entry: `next` returns the first.
+    BeforeStart,
+}
+
+/// The cursor engine.
+#[derive(Clone)]
+pub(crate) struct RawCursor<'a> {
+    src: AnySource<'a>,
+    rec: DbRecord,
+    stack: [(Page<'a>, usize); MAX_DEPTH],
+    depth: usize,
+    pos: Pos,
+}
+
+impl<'a> RawCursor<'a> {
+    pub(crate) fn new(src: AnySource<'a>, rec: DbRecord) -> RawCursor<'a> {
+        RawCursor {
+            src,
+            rec,
+            stack: [(Page::empty(), 0); MAX_DEPTH],
+            depth: 0,
+            pos: Pos::Unset,
+        }
+    }
+
+    /// The entry under the cursor.
+    pub(crate) fn current(&self) -> Result<Option<Entry<'a>>> {
+        if self.pos != Pos::At || self.depth == 0 {
+            return Ok(None);
+        }
+        let (p, i) = self.stack[self.depth - 1];
+        let n = p.leaf(i)?;
+        Ok(Some((n.key, self.src.value(n.value)?)))
+    }
+
+    /// Descends from `pgno` at `level` to a leaf, taking the first child
+    /// (`left`) or the last at each branch.
+    fn descend_edge(&mut self, mut pgno: Pgno, mut level: usize, left: bool) -> Result<()> {
+        let depth = btree::check_depth(&self.rec)?;
+        while level < depth {
+            let p = self.src.page(pgno)?;
+            if p.is_leaf() != (level + 1 == depth) {
+                return Err(btree::bad_level(pgno));
+            }
+            let i = if left { 0 } else { p.len().saturating_sub(1) };
+            self.stack[level] = (p, i);
+            level += 1;
+            if !p.is_leaf() {
+                pgno = p.branch(i)?.child;
+            }
+        }
+        self.depth = depth;
+        Ok(())
+    }
+
+    /// Moves to the first entry.
+    pub(crate) fn first(&mut self) -> Result<Option<Entry<'a>>> {
+        if self.rec.root == 0 {
+            self.pos = Pos::PastEnd;
+            return Ok(None);
+        }
+        self.descend_edge(self.rec.root, 0, true)?;
+        self.pos = Pos::At;
+        if self.stack[self.depth - 1].0.len() == 0 {
+            return self.step(true);
+        }
+        self.current()
+    }
+
+    /// Moves to the last entry.
+    pub(crate) fn last(&mut self) -> Result<Option<Entry<'a>>> {
+        if self.rec.root == 0 {
+            self.pos = Pos::BeforeStart;
+            return Ok(None);
+        }
+        self.descend_edge(self.rec.root, 0, false)?;
+        self.pos = Pos::At;
+        if self.stack[self.depth - 1].0.len() == 0 {
+            return self.step(false);
+        }
+        self.current()
+    }
+
+    /// Moves to the first entry with a key `>= key`.
+    pub(crate) fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'a>>> {
+        if self.rec.root == 0 {
+            self.pos = Pos::PastEnd;
+            return Ok(None);
+        }
+        let depth = btree::check_depth(&self.rec)?;
+        let mut pgno = self.rec.root;
+        for level in 0..depth {
+            let p = self.src.page(pgno)?;
+            if p.is_leaf() != (level + 1 == depth) {
+                return Err(btree::bad_level(pgno));
+            }
+            if p.is_leaf() {
+                let (i, _) = p.search_leaf(key)?;
+                self.stack[level] = (p, i);
+                self.depth = depth;
+                self.pos = Pos::At;
+                if i >= p.len() {
+                    self.stack[level].1 = p.len().saturating_sub(1);
+                    return self.step(true);
+                }
+                return self.current();
+            }
+            let i = p.search_branch(key)?;
+            self.stack[level] = (p, i);
+            pgno = p.branch(i)?.child;
+        }
+        Err(btree::bad_level(pgno))
+    }
+
+    /// Moves to the next entry.
+    pub(crate) fn next(&mut self) -> Result<Option<Entry<'a>>> {
+        match self.pos {
+            Pos::Unset | Pos::BeforeStart => self.first(),
+            Pos::PastEnd => Ok(None),
+            Pos::At => self.step(true),
+        }
+    }
+
+    /// Moves to the previous entry.
+    pub(crate) fn prev(&mut self) -> Result<Option<Entry<'a>>> {
+        match self.pos {
+            Pos::Unset | Pos::PastEnd => self.last(),
+            Pos::BeforeStart => Ok(None),
+            Pos::At => self.step(false),
+        }
+    }
+
+    /// One entry forward or back from a positioned cursor, crossing leaves.
+    fn step(&mut self, fwd: bool) -> Result<Option<Entry<'a>>> {
+        loop {
+            let top = self.depth - 1;
+            let (p, i) = self.stack[top];
+            if fwd && i + 1 < p.len() {
+                self.stack[top].1 = i + 1;
+                return self.current();
+            }
+            if !fwd && i > 0 && i <= p.len() {
+                self.stack[top].1 = i - 1;
+                return self.current();
+            }
+            // Climb to the nearest ancestor with a neighbour on that side.
+            let mut level = top;
+            let found = loop {
+                if level == 0 {
+                    break None;
+                }
+                level -= 1;
+                let (bp, bi) = self.stack[level];
+                if fwd && bi + 1 < bp.len() {
+                    break Some((level, bi + 1));
+                }
+                if !fwd && bi > 0 {
+                    break Some((level, bi - 1));
+                }
+            };
+            let Some((level, ni)) = found else {
+                self.pos = if fwd { Pos::PastEnd } else { Pos::BeforeStart };
+                return Ok(None);
+            };
+            self.stack[level].1 = ni;
+            let child = self.stack[level].0.branch(ni)?.child;
+            self.descend_edge(child, level + 1, fwd)?;
+            let (lp, _) = self.stack[self.depth - 1];
+            if lp.len() > 0 {
+                return self.current();
+            }
+            // An empty leaf (only in a damaged or transient tree): keep going.
+        }
+    }
+}
+
+/// A cursor over one database (LMDB's `MDB_cursor`, read operations).
+///
+/// Positioning calls return the entry they land on, or `None` past either
+/// end. An unpositioned cursor's `next` is `first` and its `prev` is `last`;
+/// after running off the end, `prev` returns the last entry again (and
+/// symmetrically at the start).
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+/// let db = env.main_db();
+/// let mut txn = env.write_txn().unwrap();
+/// for k in [b"a", b"b", b"c"] {
+///     txn.put(db, k, b"v").unwrap();
+/// }
+/// let mut c = txn.cursor(db).unwrap();
+/// assert_eq!(c.seek(b"b").unwrap().map(|e| e.0), Some(&b"b"[..]));
+/// assert_eq!(c.next().unwrap().map(|e| e.0), Some(&b"c"[..]));
+/// assert_eq!(c.next().unwrap(), None);
+/// assert_eq!(c.prev().unwrap().map(|e| e.0), Some(&b"c"[..]));
+/// ```
+pub struct Cursor<'txn> {
+    raw: RawCursor<'txn>,
+}
+
+impl<'txn> Cursor<'txn> {
+    pub(crate) fn new(src: AnySource<'txn>, rec: DbRecord) -> Cursor<'txn> {
+        Cursor {
+            raw: RawCursor::new(src, rec),
+        }
+    }
+
+    /// Moves to the first entry (smallest key). `MDB_FIRST`.
+    pub fn first(&mut self) -> Result<Option<Entry<'txn>>> {
+        self.raw.first()
+    }
+    /// Moves to the last entry (largest key). `MDB_LAST`.
+    pub fn last(&mut self) -> Result<Option<Entry<'txn>>> {
+        self.raw.last()
+    }
+    /// Moves to the next entry. `MDB_NEXT`.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Entry<'txn>>> {
+        self.raw.next()
+    }
+    /// Moves to the previous entry. `MDB_PREV`.
+    pub fn prev(&mut self) -> Result<Option<Entry<'txn>>> {
+        self.raw.prev()
+    }
+    /// The entry under the cursor, `None` when unpositioned or past an end.
+    /// `MDB_GET_CURRENT`.
+    pub fn current(&self) -> Result<Option<Entry<'txn>>> {
+        self.raw.current()
+    }
+    /// Moves to the first entry whose key is `>= key` (bytewise).
+    /// `MDB_SET_RANGE`.
+    pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'txn>>> {
+        self.raw.seek(key)
+    }
+    /// Moves to `key` and returns its value, or `None` if absent (the
+    /// cursor then stands on the next larger key). `MDB_SET_KEY`.
+    pub fn seek_exact(&mut self, key: &[u8]) -> Result<Option<&'txn [u8]>> {
+        Ok(match self.raw.seek(key)? {
+            Some((k, v)) if k == key => Some(v),
+            _ => None,
+        })
+    }
+}
+
+/// An iterator over a key range of one database, in key order; `.rev()`
+/// walks it backwards. Items are `Result`s: a damaged page ends the
+/// iteration with one `Err`.
+pub struct Iter<'txn> {
+    front: RawCursor<'txn>,
+    back: RawCursor<'txn>,
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    front_started: bool,
+    back_started: bool,
+    front_key: Option<&'txn [u8]>,
+    back_key: Option<&'txn [u8]>,
+    done: bool,
+}
+
+fn own(b: Bound<&&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl<'txn> Iter<'txn> {
+    pub(crate) fn new<'k, R: RangeBounds<&'k [u8]>>(
+        src: AnySource<'txn>,
+        rec: DbRecord,
+        range: R,
+    ) -> Iter<'txn> {
+        let c = RawCursor::new(src, rec);
+        Iter {
+            front: c.clone(),
+            back: c,
+            start: own(range.start_bound()),
+            end: own(range.end_bound()),
+            front_started: false,
+            back_started: false,
+            front_key: None,
+            back_key: None,
+            done: false,
+        }
+    }
+
+    fn first_front(&mut self) -> Result<Option<Entry<'txn>>> {
+        match &self.start {
+            Bound::Unbounded => self.front.first(),
+            Bound::Included(k) => self.front.seek(k),
+            Bound::Excluded(k) => match self.front.seek(k)? {
+                Some((fk, _)) if fk == k.as_slice() => self.front.next(),
+                e => Ok(e),
+            },
+        }
+    }
+
+    fn first_back(&mut self) -> Result<Option<Entry<'txn>>> {
+        let (k, incl) = match &self.end {
+            Bound::Unbounded => return self.back.last(),
+            Bound::Included(k) => (k, true),
+            Bound::Excluded(k) => (k, false),
+        };
+        match self.back.seek(k)? {
+            Some((bk, _)) if incl && bk == k.as_slice() => self.back.current(),
+            Some(_) => self.back.prev(),
+            None => self.back.last(),
+        }
+    }
+
+    fn in_end(&self, k: &[u8]) -> bool {
+        match &self.end {
+            Bound::Unbounded => true,
+            Bound::Included(e) => k <= e.as_slice(),
+            Bound::Excluded(e) => k < e.as_slice(),
+        }
+    }
+
+    fn in_start(&self, k: &[u8]) -> bool {
+        match &self.start {
+            Bound::Unbounded => true,
+            Bound::Included(s) => k >= s.as_slice(),
+            Bound::Excluded(s) => k > s.as_slice(),
+        }
+    }
+
+    fn finish(&mut self, r: Result<Option<Entry<'txn>>>, fwd: bool) -> Option<Result<Entry<'txn>>> {
+        match r {
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Ok(Some((k, v))) => {
+                let inside = if fwd {
+                    self.in_end(k) && self.back_key.is_none_or(|b| k < b)
+                } else {
+                    self.in_start(k) && self.front_key.is_none_or(|f| k > f)
+                };
+                if !inside {
+                    self.done = true;
+                    return None;
+                }
+                if fwd {
+                    self.front_key = Some(k);
+                } else {
+                    self.back_key = Some(k);
+                }
+                Some(Ok((k, v)))
+            }
+        }
+    }
+}
+
+impl<'txn> Iterator for Iter<'txn> {
+    type Item = Result<Entry<'txn>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = if self.front_started {
+            self.front.next()
+        } else {
+            self.front_started = true;
+            self.first_front()
+        };
+        self.finish(r, true)
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = if self.back_started {
+            self.back.prev()
+        } else {
+            self.back_started = true;
+            self.first_back()
+        };
+        self.finish(r, false)
+    }
+}

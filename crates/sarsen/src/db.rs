@@ -1,0 +1,126 @@
+//! Database handles, the registry of names, and statistics.
+//!
+//! The catalog tree maps each named database's name (its UTF-8 bytes) to a
+//! 64-byte [`DbRecord`](crate::page::DbRecord) holding its root and counts
+//! (LMDB keeps these in its main database; Sarsen keeps them in a separate
+//! catalog, so the unnamed main database holds only user keys).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::{Error, Result};
+use crate::page::DbRecord;
+
+/// A handle to a database of an environment: the unnamed main database or a
+/// named one (LMDB's `MDB_dbi`). Cheap to copy; valid for the life of the
+/// [`Env`](crate::Env) that gave it. Keys are ordered bytewise (`memcmp`,
+/// a shorter key before its extensions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Database {
+    pub(crate) dbi: u32,
+}
+
+impl Database {
+    /// The unnamed main database.
+    pub(crate) const MAIN: Database = Database { dbi: 0 };
+}
+
+/// Statistics of one database (LMDB's `MDB_stat`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stat {
+    /// Page size, bytes.
+    pub page_size: u32,
+    /// Height of the B+tree: 0 when empty, 1 when the root is a leaf.
+    pub depth: u32,
+    /// Branch (internal) pages.
+    pub branch_pages: u64,
+    /// Leaf pages.
+    pub leaf_pages: u64,
+    /// Overflow pages (values too large for a leaf node).
+    pub overflow_pages: u64,
+    /// Key/value pairs.
+    pub entries: u64,
+}
+
+impl Stat {
+    pub(crate) fn from_record(r: &DbRecord, page_size: u32) -> Stat {
+        Stat {
+            page_size,
+            depth: u32::from(r.depth),
+            branch_pages: r.branch_pages,
+            leaf_pages: r.leaf_pages,
+            overflow_pages: r.overflow_pages,
+            entries: r.entries,
+        }
+    }
+}
+
+/// Names of the databases handed out by an environment, by handle index.
+/// Append-only and lock-free to read, so resolving a handle costs no lock.
+pub(crate) struct Registry {
+    names: Box<[OnceLock<Box<str>>]>,
+    len: AtomicU32,
+    add: Mutex<()>,
+}
+
+impl Registry {
+    /// A registry for up to `max` named databases (plus the main one).
+    pub(crate) fn new(max: u32) -> Registry {
+        Registry {
+            names: (0..=max).map(|_| OnceLock::new()).collect(),
+            len: AtomicU32::new(1),
+            add: Mutex::new(()),
+        }
+    }
+
+    /// The handle for `name`, registering it on first use.
+    pub(crate) fn handle(&self, name: &str) -> Result<Database> {
+        if let Some(db) = self.find(name) {
+            return Ok(db);
+        }
+        let _g = self.add.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(db) = self.find(name) {
+            return Ok(db);
+        }
+        let i = self.len.load(Ordering::Acquire);
+        if i as usize >= self.names.len() {
+            return Err(Error::DbsFull {
+                max: self.names.len() as u32 - 1,
+            });
+        }
+        let _ = self.names[i as usize].set(name.into());
+        self.len.store(i + 1, Ordering::Release);
+        Ok(Database { dbi: i })
+    }
+
+    fn find(&self, name: &str) -> Option<Database> {
+        let n = self.len.load(Ordering::Acquire);
+        (1..n)
+            .find(|&i| self.names[i as usize].get().is_some_and(|s| &**s == name))
+            .map(|dbi| Database { dbi })
+    }
+
+    /// The name of a named database handle; `None` for the main database.
+    pub(crate) fn name(&self, db: Database) -> Result<Option<&str>> {
+        if db.dbi == 0 {
+            return Ok(None);
+        }
+        self.names
+            .get(db.dbi as usize)
+            .and_then(|n| n.get())
+            .map(|s| Some(&**s))
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown database handle {}", db.dbi)))
+    }
+}
+
+/// Checks a database name: 1 to `max` bytes.
+pub(crate) fn check_name(name: &str, max: usize) -> Result<()> {
+    if name.is_empty() || name.len() > max {
+        return Err(Error::InvalidArgument(format!(
+            "database name must be 1..={max} bytes, got {}",
+            name.len()
+        )));
+    }
+    Ok(())
+}

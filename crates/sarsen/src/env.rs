@@ -1,0 +1,678 @@
+//! The environment: one data file, its map and its lock file.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use crate::btree::MapSource;
+use crate::db::{Database, Registry};
+use crate::error::{Error, Result};
+use crate::io::lock::{Opened, Published, WriterShared};
+use crate::io::{DataFile, LockFile, Map};
+use crate::page::meta::{self, Meta, MetaError, META_LEN};
+use crate::page::{
+    DbRecord, Layout, LeafValue, Page, Pgno, MAX_PAGE, MAX_PGNO, META_PAGES, MIN_PAGE,
+};
+use crate::txn::writer::Writer;
+use crate::txn::{RoTxn, RwTxn};
+
+/// When commits are made durable (LMDB's `MDB_NOSYNC`/`MDB_NOMETASYNC`,
+/// libmdbx's `SYNC_DURABLE`/`NOMETASYNC`/`SAFE_NOSYNC`/`UTTERLY_NOSYNC`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Durability {
+    /// Every commit is durable when `commit` returns. Sarsen writes the
+    /// dirty pages and the meta page and syncs once: the checksums in the
+    /// tree let open detect a commit whose pages did not all reach the disk
+    /// and fall back to the previous one (LMDB syncs twice for this).
+    #[default]
+    Durable,
+    /// Data is synced at each commit, the meta page is not: after a system
+    /// crash the last commit may be lost, never corrupted (LMDB's
+    /// `MDB_NOMETASYNC`). Each commit makes the previous one durable.
+    NoMetaSync,
+    /// Commits are not synced. After a system crash the database opens at
+    /// the last durable commit (the last [`Env::sync`], or the last commit
+    /// of a durable session), never corrupted: pages that commit needs are
+    /// not reused until the next sync (libmdbx's `SAFE_NOSYNC`). A process
+    /// crash loses nothing (the OS still has the pages). Dropping the `Env`
+    /// syncs.
+    SafeNoSync,
+    /// Nothing is synced, not even at drop; free pages are reused at once.
+    /// After a system crash the database may be corrupt, exactly as LMDB's
+    /// `MDB_NOSYNC` warns. A process crash loses nothing. For bulk loads
+    /// that can be redone, and benchmarks.
+    NoSync,
+}
+
+/// Sizes of the data file (libmdbx's geometry), in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Geometry {
+    /// Size the file starts at.
+    pub lower: u64,
+    /// Current file size.
+    pub now: u64,
+    /// Upper bound: the file never grows past it (address space for it is
+    /// reserved once at open).
+    pub upper: u64,
+    /// The file grows by this much at a time.
+    pub growth_step: u64,
+}
+
+/// Facts about an environment (LMDB's `MDB_envinfo`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EnvInfo {
+    /// Page size, bytes.
+    pub page_size: u32,
+    /// File sizes, bytes.
+    pub geometry: Geometry,
+    /// Txnid of the newest commit.
+    pub last_txnid: u64,
+    /// Txnid of the newest commit known durable.
+    pub durable_txnid: u64,
+    /// First never-allocated page number (pages `0..next_pgno` are in use or free).
+    pub next_pgno: u64,
+    /// Reader slots claimed by open environments.
+    pub readers_used: u32,
+    /// Reader slots in the lock file.
+    pub max_readers: u32,
+    /// Pages recorded free in the GC tree (reusable now or once readers move on).
+    pub gc_pages: u64,
+}
+
+/// How to open an environment. Builder methods take and return `self`.
+///
+/// ```
+/// use sarsen::{Durability, EnvOptions};
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe {
+///     EnvOptions::new()
+///         .page_size(4096)
+///         .durability(Durability::SafeNoSync)
+///         .open(dir.path())
+/// }
+/// .unwrap();
+/// assert_eq!(env.page_size(), 4096);
+/// ```
+#[derive(Clone, Debug)]
+pub struct EnvOptions {
+    page_size: u32,
+    max_size: Option<u64>,
+    growth_step: u64,
+    durability: Durability,
+    single_file: bool,
+    max_readers: u32,
+    max_dbs: u32,
+    read_only: bool,
+}
+
+impl Default for EnvOptions {
+    fn default() -> Self {
+        EnvOptions {
+            page_size: 4096,
+            max_size: None,
+            growth_step: 1 << 20,
+            durability: Durability::Durable,
+            single_file: false,
+            max_readers: 126,
+            max_dbs: 128,
+            read_only: false,
+        }
+    }
+}
+
+/// Default upper bound of the file, bytes (1 TiB of address space, not of disk).
+const DEFAULT_UPPER: u64 = 1 << 40;
+
+impl EnvOptions {
+    /// Default options: 4096-byte pages, durable commits, a directory layout.
+    pub fn new() -> EnvOptions {
+        EnvOptions::default()
+    }
+
+    /// Page size in bytes for a new file: a power of two in 512..=65536
+    /// (default 4096). An existing file keeps its own.
+    pub fn page_size(mut self, bytes: u32) -> Self {
+        self.page_size = bytes;
+        self
+    }
+
+    /// Upper bound of the file in bytes (default 1 TiB; raised to the
+    /// file's recorded bound if that is larger). Address space for it is
+    /// reserved once; only the pages in use take disk or memory. Writes
+    /// past it fail with [`Error::UpperBoundReached`].
+    pub fn max_size(mut self, bytes: u64) -> Self {
+        self.max_size = Some(bytes);
+        self
+    }
+
+    /// Bytes the file grows by when it must grow (default 1 MiB, rounded
+    /// to whole pages).
+    pub fn growth_step(mut self, bytes: u64) -> Self {
+        self.growth_step = bytes;
+        self
+    }
+
+    /// When commits are synced (default [`Durability::Durable`]).
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+
+    /// `false` (default): the path is a directory holding `data.sdb` and
+    /// `lock.sdb`, created if missing. `true`: the path is the data file and
+    /// the lock file is the path with `-lock` appended (LMDB's `MDB_NOSUBDIR`).
+    pub fn single_file(mut self, yes: bool) -> Self {
+        self.single_file = yes;
+        self
+    }
+
+    /// Reader slots in the lock file (default 126, as LMDB). Set by the
+    /// first process to open the environment.
+    pub fn max_readers(mut self, n: u32) -> Self {
+        self.max_readers = n;
+        self
+    }
+
+    /// Named databases this `Env` can hand out handles for (default 128).
+    pub fn max_dbs(mut self, n: u32) -> Self {
+        self.max_dbs = n;
+        self
+    }
+
+    /// Open without write access; [`Env::write_txn`] then returns
+    /// [`Error::ReadOnly`]. The file must exist.
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
+    }
+
+    /// Opens or creates the environment at `path`.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a bad page size or reader
+    /// count; [`Error::Incompatible`] for a file of another format;
+    /// [`Error::Corrupted`] when no meta page is valid or the file is shorter
+    /// than its newest commit needs; [`Error::Io`] from the OS.
+    ///
+    /// # Safety
+    ///
+    /// The data file is memory-mapped and values are returned as slices of
+    /// the map. If anything other than Sarsen (in this or another process)
+    /// modifies or truncates the file while it is open, those slices can
+    /// change under you or the process can fault: that cannot be made safe
+    /// in Rust, so the caller promises it will not happen (as with heed's
+    /// `EnvOpenOptions::open` and memmap2's `Mmap::map`).
+    pub unsafe fn open(&self, path: impl AsRef<Path>) -> Result<Env> {
+        Env::open_with(self, path.as_ref())
+    }
+}
+
+/// Source of unique environment ids (reader slot ownership).
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+/// An open environment: a database file with its named databases.
+/// `Send + Sync`: share it across threads by reference or `Arc`.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+/// let db = env.main_db();
+/// let mut w = env.write_txn().unwrap();
+/// w.put(db, b"hello", b"world").unwrap();
+/// w.commit().unwrap();
+/// let r = env.read_txn().unwrap();
+/// assert_eq!(r.get(db, b"hello").unwrap(), Some(&b"world"[..]));
+/// ```
+pub struct Env {
+    pub(crate) path: PathBuf,
+    pub(crate) file: DataFile,
+    pub(crate) map: Map,
+    pub(crate) lock: LockFile,
+    pub(crate) layout: Layout,
+    pub(crate) page_size: u32,
+    pub(crate) lower_pgno: Pgno,
+    pub(crate) upper_pgno: Pgno,
+    pub(crate) growth_pgno: Pgno,
+    pub(crate) durability: Durability,
+    pub(crate) read_only: bool,
+    pub(crate) uid: u64,
+    pub(crate) pid: u32,
+    pub(crate) boot_id: [u8; 16],
+    pub(crate) registry: Registry,
+    pub(crate) writer: Mutex<Writer>,
+}
+
+/// A meta page found at open, with its slot.
+struct Found {
+    slot: u8,
+    meta: Meta,
+}
+
+impl Env {
+    /// Opens or creates an environment at `path` with default options.
+    ///
+    /// # Safety
+    ///
+    /// See [`EnvOptions::open`].
+    pub unsafe fn open(path: impl AsRef<Path>) -> Result<Env> {
+        Env::open_with(&EnvOptions::default(), path.as_ref())
+    }
+
+    fn open_with(o: &EnvOptions, path: &Path) -> Result<Env> {
+        let ps = o.page_size;
+        if !ps.is_power_of_two() || !(MIN_PAGE..=MAX_PAGE).contains(&ps) {
+            return Err(Error::InvalidArgument(format!(
+                "page size {ps} is not a power of two in 512..=65536"
+            )));
+        }
+        if o.max_readers == 0 || o.max_readers > 1 << 16 {
+            return Err(Error::InvalidArgument(
+                "max_readers must be 1..=65536".into(),
+            ));
+        }
+        let (data_path, lock_path) = if o.single_file {
+            let mut l = path.as_os_str().to_owned();
+            l.push("-lock");
+            (path.to_path_buf(), PathBuf::from(l))
+        } else {
+            if !o.read_only {
+                std::fs::create_dir_all(path).map_err(|e| Error::io("create directory", e))?;
+            }
+            (path.join("data.sdb"), path.join("lock.sdb"))
+        };
+        let file = DataFile::open(&data_path, o.read_only, true)?;
+        let (lock, opened) = LockFile::open(&lock_path, o.max_readers)?;
+        let boot_id = boot_id();
+        if file.len()? == 0 {
+            if o.read_only {
+                return Err(Error::InvalidArgument(
+                    "read-only open of an empty file".into(),
+                ));
+            }
+            create(&file, ps, o, boot_id)?;
+        }
+        let metas = read_metas(&file)?;
+        let newest = metas
+            .iter()
+            .max_by_key(|f| (f.meta.txnid, f.meta.flags & meta::STEADY))
+            .ok_or_else(|| Error::corrupted(0, "no valid meta page"))?;
+        let page_size = newest.meta.page_size;
+        let layout = Layout::new(page_size);
+        let want_upper = o.max_size.unwrap_or(DEFAULT_UPPER) / u64::from(page_size);
+        let upper_pgno = want_upper
+            .max(u64::from(newest.meta.upper))
+            .clamp(u64::from(META_PAGES) + 1, u64::from(MAX_PGNO)) as Pgno;
+        let map = Map::new(&file, upper_pgno as usize * page_size as usize)?;
+        let growth_pgno = (o.growth_step / u64::from(page_size)).clamp(1, 1 << 20) as Pgno;
+        let env = Env {
+            path: path.to_path_buf(),
+            file,
+            map,
+            lock,
+            layout,
+            page_size,
+            lower_pgno: newest.meta.lower.max(META_PAGES),
+            upper_pgno,
+            growth_pgno,
+            durability: o.durability,
+            read_only: o.read_only,
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            pid: std::process::id(),
+            boot_id,
+            registry: Registry::new(o.max_dbs),
+            writer: Mutex::new(Writer::new(layout)),
+        };
+        if let Opened::First = opened {
+            env.recover(&metas)?;
+            env.lock.downgrade()?;
+        }
+        Ok(env)
+    }
+
+    /// First opener: picks the meta to trust, publishes it, and erases
+    /// newer metas that failed verification so they can never win later.
+    fn recover(&self, metas: &[Found]) -> Result<()> {
+        let mut order: Vec<&Found> = metas.iter().collect();
+        order.sort_by_key(|f| std::cmp::Reverse((f.meta.txnid, f.meta.flags & meta::STEADY)));
+        let len = self.file.len()?;
+        let mut rejected = Vec::new();
+        let mut chosen = None;
+        let mut last_err = None;
+        for f in &order {
+            match self.trust(&f.meta, len) {
+                Ok(()) => {
+                    chosen = Some(*f);
+                    break;
+                }
+                Err(e) => {
+                    rejected.push(f.slot);
+                    last_err = Some(e);
+                }
+            }
+        }
+        let Some(c) = chosen else {
+            return Err(last_err.unwrap_or_else(|| Error::corrupted(0, "no valid meta page")));
+        };
+        let steady = order
+            .iter()
+            .filter(|f| f.meta.txnid <= c.meta.txnid && f.meta.flags & meta::STEADY != 0)
+            .find(|f| !rejected.contains(&f.slot))
+            .copied()
+            .unwrap_or(c);
+        if !rejected.is_empty() && !self.read_only {
+            let mut buf = vec![0u8; self.page_size as usize];
+            c.meta.encode(&mut buf);
+            for slot in &rejected {
+                self.file.write_at(
+                    &buf[..META_LEN],
+                    u64::from(*slot) * u64::from(self.page_size),
+                )?;
+            }
+            self.file.sync_data()?;
+        }
+        let m = &c.meta;
+        let p = Published {
+            txnid: m.txnid,
+            next_pgno: u64::from(m.next_pgno),
+            catalog: m.catalog.to_words(),
+            main: m.main.to_words(),
+            gc: m.gc.to_words(),
+        };
+        let w = WriterShared {
+            durable_txnid: steady.meta.txnid,
+            meta_current: c.slot,
+            meta_steady: steady.slot,
+        };
+        self.lock.publish(&p, &w);
+        Ok(())
+    }
+
+    /// Whether meta `m` can be trusted after a possible crash.
+    fn trust(&self, m: &Meta, file_len: u64) -> Result<()> {
+        let need = u64::from(m.next_pgno) * u64::from(m.page_size);
+        if need > file_len {
+            return Err(Error::corrupted(
+                u64::from(m.next_pgno),
+                format!("file is {file_len} bytes, its newest commit needs {need}"),
+            ));
+        }
+        if m.page_size != self.page_size {
+            return Err(Error::corrupted(0, "meta pages disagree on the page size"));
+        }
+        let same_boot = m.boot_id == self.boot_id && m.boot_id != [0; 16];
+        if same_boot {
+            // The OS kept every write of this boot: nothing can be missing.
+            return Ok(());
+        }
+        if m.flags & meta::STEADY == 0 && m.flags & meta::NO_SYNC == 0 {
+            return Err(Error::corrupted(
+                0,
+                "unsynced commit from before a system restart",
+            ));
+        }
+        if m.flags & meta::ONE_SYNC != 0 {
+            self.verify_commit(m)?;
+        }
+        Ok(())
+    }
+
+    /// Verifies the checksums of every page written by commit `m` (those
+    /// reached through `FRESH` links from roots it wrote).
+    fn verify_commit(&self, m: &Meta) -> Result<()> {
+        let src = MapSource {
+            map: &self.map,
+            layout: self.layout,
+            limit: m.next_pgno,
+        };
+        for rec in [&m.gc, &m.catalog, &m.main] {
+            self.verify_tree(src, rec, m.txnid)?;
+        }
+        if m.catalog.root != 0 {
+            let mut c =
+                crate::cursor::RawCursor::new(crate::cursor::AnySource::Map(src), m.catalog);
+            let mut e = c.first()?;
+            while let Some((_, v)) = e {
+                if let Some(rec) = DbRecord::decode(v) {
+                    self.verify_tree(src, &rec, m.txnid)?;
+                }
+                e = c.next()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn verify_tree(&self, src: MapSource<'_>, rec: &DbRecord, txnid: u64) -> Result<()> {
+        if rec.root == 0 || rec.mod_txnid != txnid {
+            return Ok(());
+        }
+        let depth = crate::btree::check_depth(rec)?;
+        self.verify_page(src, rec.root, rec.root_cksum, depth)
+    }
+
+    fn verify_page(&self, src: MapSource<'_>, pgno: Pgno, sum: u64, levels: usize) -> Result<()> {
+        let ps = self.layout.psize;
+        let bytes = self
+            .map
+            .slice(pgno as usize * ps, ps)
+            .filter(|_| pgno >= META_PAGES && pgno < src.limit)
+            .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the file"))?;
+        if xxhash_rust::xxh3::xxh3_64(bytes) != sum || levels == 0 {
+            return Err(Error::corrupted(
+                u64::from(pgno),
+                "checksum mismatch in the newest commit",
+            ));
+        }
+        let p = Page::new(bytes, pgno)?;
+        for i in 0..p.len() {
+            if p.is_leaf() {
+                let n = p.leaf(i)?;
+                if let LeafValue::Overflow {
+                    pgno: run,
+                    len,
+                    cksum,
+                } = n.value
+                {
+                    if n.flags & crate::page::node::FRESH != 0 {
+                        let np = self.layout.overflow_pages(len);
+                        let b = self
+                            .map
+                            .slice(run as usize * ps, np * ps)
+                            .filter(|_| {
+                                run >= META_PAGES
+                                    && u64::from(run) + np as u64 <= u64::from(src.limit)
+                            })
+                            .ok_or_else(|| {
+                                Error::corrupted(u64::from(run), "overflow run outside the file")
+                            })?;
+                        if xxhash_rust::xxh3::xxh3_64(b) != cksum {
+                            return Err(Error::corrupted(
+                                u64::from(run),
+                                "overflow checksum mismatch in the newest commit",
+                            ));
+                        }
+                    }
+                }
+            } else {
+                let n = p.branch(i)?;
+                if n.flags & crate::page::node::FRESH != 0 {
+                    self.verify_page(src, n.child, n.cksum, levels - 1)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a read transaction on the newest commit. Wait-free: no lock,
+    /// no system call, no allocation (the thread's reader slot is reused).
+    /// Any number may be open at once, in any threads.
+    ///
+    /// Errors: [`Error::ReadersFull`] when every reader slot is in use.
+    pub fn read_txn(&self) -> Result<RoTxn<'_>> {
+        RoTxn::begin(self)
+    }
+
+    /// Starts the write transaction, waiting while another (in this or
+    /// another process) is open. Errors: [`Error::ReadOnly`].
+    pub fn write_txn(&self) -> Result<RwTxn<'_>> {
+        RwTxn::begin(self)
+    }
+
+    /// The unnamed main database, which always exists.
+    pub fn main_db(&self) -> Database {
+        Database::MAIN
+    }
+
+    /// The page size, bytes.
+    pub fn page_size(&self) -> u32 {
+        self.page_size
+    }
+
+    /// Longest key, bytes: about half a page (2016 at 4096-byte pages,
+    /// 224 at 512, 32736 at 65536), so that every page holds two nodes.
+    pub fn max_key_size(&self) -> usize {
+        self.layout.max_key
+    }
+
+    /// Longest value, bytes (0x7fff_ffff). Values longer than fit in a
+    /// leaf node go to overflow pages.
+    pub fn max_value_size(&self) -> usize {
+        crate::page::MAX_VALUE
+    }
+
+    /// The path the environment was opened at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Makes every commit durable now (needed only in the non-durable
+    /// modes). Waits for the writer lock. Errors: [`Error::Io`].
+    pub fn sync(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let _g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        self.lock.lock_writer()?;
+        let r = crate::txn::commit::sync_steady(self);
+        self.lock.unlock_writer();
+        r
+    }
+
+    /// Geometry, txnids, readers and free pages.
+    pub fn info(&self) -> Result<EnvInfo> {
+        let txn = self.read_txn()?;
+        let gc_pages = txn.gc_pages()?;
+        let ws = self.lock.writer_shared();
+        let ps = u64::from(self.page_size);
+        Ok(EnvInfo {
+            page_size: self.page_size,
+            geometry: Geometry {
+                lower: u64::from(self.lower_pgno) * ps,
+                now: self.file.len()?,
+                upper: u64::from(self.upper_pgno) * ps,
+                growth_step: u64::from(self.growth_pgno) * ps,
+            },
+            last_txnid: txn.txnid(),
+            durable_txnid: ws.durable_txnid,
+            next_pgno: txn.next_pgno(),
+            readers_used: self.lock.readers_used(),
+            max_readers: self.lock.slots(),
+            gc_pages,
+        })
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if matches!(
+            self.durability,
+            Durability::SafeNoSync | Durability::NoMetaSync
+        ) {
+            let _ = self.sync();
+        }
+        self.lock.free_slots(self.pid, self.uid);
+    }
+}
+
+/// Writes the first meta page of a new file.
+fn create(file: &DataFile, ps: u32, o: &EnvOptions, boot_id: [u8; 16]) -> Result<()> {
+    let upper = (o.max_size.unwrap_or(DEFAULT_UPPER) / u64::from(ps))
+        .clamp(u64::from(META_PAGES) + 1, u64::from(MAX_PGNO)) as u32;
+    let m = Meta {
+        page_size: ps,
+        txnid: 1,
+        flags: meta::STEADY,
+        next_pgno: META_PAGES,
+        lower: META_PAGES,
+        upper,
+        growth: (o.growth_step / u64::from(ps)).clamp(1, 1 << 20) as u32,
+        boot_id,
+        ..Meta::default()
+    };
+    let mut buf = vec![0u8; ps as usize * META_PAGES as usize];
+    m.encode(&mut buf[..ps as usize]);
+    file.write_at(&buf, 0)?;
+    file.sync_data()
+}
+
+/// Reads the three meta pages. The page size is not known before a meta is
+/// read, so each power of two is tried for the positions of metas 1 and 2.
+fn read_metas(file: &DataFile) -> Result<Vec<Found>> {
+    let len = file.len()?;
+    let mut found = Vec::new();
+    let mut buf = [0u8; META_LEN];
+    let mut version = None;
+    let mut ps = MIN_PAGE;
+    while ps <= MAX_PAGE {
+        for slot in 0..META_PAGES as u8 {
+            if slot == 0 && ps != MIN_PAGE {
+                continue;
+            }
+            let off = u64::from(slot) * u64::from(ps);
+            if off + META_LEN as u64 > len {
+                continue;
+            }
+            file.read_at(&mut buf, off)?;
+            match Meta::decode(&buf) {
+                Ok(m) if slot == 0 || m.page_size == ps => {
+                    if !found.iter().any(|f: &Found| f.slot == slot) {
+                        found.push(Found { slot, meta: m });
+                    }
+                }
+                Ok(_) | Err(MetaError::Foreign) | Err(MetaError::Invalid(_)) => {}
+                Err(MetaError::Version(v)) => version = Some(v),
+            }
+        }
+        ps *= 2;
+    }
+    if found.is_empty() {
+        if let Some(v) = version {
+            return Err(Error::Incompatible(format!(
+                "format version {v}, this build reads {}",
+                meta::FORMAT_VERSION
+            )));
+        }
+        return Err(Error::corrupted(
+            0,
+            "no valid meta page (not a Sarsen file, or all three damaged)",
+        ));
+    }
+    // All metas must agree with the newest on the page size.
+    let ps = found
+        .iter()
+        .max_by_key(|f| f.meta.txnid)
+        .map(|f| f.meta.page_size)
+        .unwrap_or(MIN_PAGE);
+    found.retain(|f| f.meta.page_size == ps);
+    Ok(found)
+}
+
+/// This boot of the OS, as 16 bytes (zero if unknown). A commit written in
+/// the same boot cannot have lost writes to a crash of the process alone.
+fn boot_id() -> [u8; 16] {
+    match std::fs::read("/proc/sys/kernel/random/boot_id") {
+        Ok(b) => xxhash_rust::xxh3::xxh3_128(&b).to_le_bytes(),
+        Err(_) => [0; 16],
+    }
+}

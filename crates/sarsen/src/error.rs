@@ -1,0 +1,137 @@
+//! Typed errors. Every fallible call in Sarsen returns [`Result`].
+//!
+//! A failed operation leaves the database as it was before the call: a
+//! failed `put` changes nothing in the transaction's view, a failed `commit`
+//! leaves the last committed state intact and durable as it was.
+
+use std::io;
+
+/// The error type of every Sarsen operation.
+///
+/// The enum is `#[non_exhaustive]`: later versions may add variants.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O error other than a full disk, with the
+    /// operation that failed (`"pwrite"`, `"fdatasync"`, `"open"`, ...).
+    #[error("I/O error in {op}: {source}")]
+    Io {
+        /// The system call or step that failed.
+        op: &'static str,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The file system is full (`ENOSPC` or `EDQUOT`) while growing or writing
+    /// the data file. The transaction that hit it is aborted; the database
+    /// stays at its previous commit and is writable again once space returns.
+    #[error("disk full while {op}")]
+    DiskFull {
+        /// The step that hit the limit.
+        op: &'static str,
+    },
+    /// The data file is damaged: a page or meta page failed a bounds,
+    /// kind, order or checksum check. `page` is the page number (0..=2 are
+    /// meta pages), `what` says which check failed.
+    #[error("database corrupted at page {page}: {what}")]
+    Corrupted {
+        /// Page number where the problem was found.
+        page: u64,
+        /// What check failed.
+        what: String,
+    },
+    /// A key longer than [`Env::max_key_size`](crate::Env::max_key_size)
+    /// bytes (2016 at 4 KiB pages, about half a page as in libmdbx).
+    #[error("key of {len} bytes exceeds the limit of {max} bytes")]
+    KeyTooLarge {
+        /// Length of the key given, bytes.
+        len: usize,
+        /// The limit for this page size, bytes.
+        max: usize,
+    },
+    /// A value longer than [`Env::max_value_size`](crate::Env::max_value_size)
+    /// (0x7fff_ffff bytes, about 2 GiB).
+    #[error("value of {len} bytes exceeds the limit of {max} bytes")]
+    ValueTooLarge {
+        /// Length of the value given, bytes.
+        len: usize,
+        /// The limit, bytes.
+        max: usize,
+    },
+    /// The file would have to grow past the upper bound of its geometry
+    /// (LMDB's `MDB_MAP_FULL`, which Sarsen only returns at the upper bound,
+    /// 1 TiB by default). The transaction that hit it is aborted.
+    #[error("database file would exceed its upper bound of {upper} bytes")]
+    UpperBoundReached {
+        /// The upper bound, bytes.
+        upper: u64,
+    },
+    /// A named database does not exist (it was never created or was dropped).
+    #[error("database {name:?} not found")]
+    DbNotFound {
+        /// The database name.
+        name: String,
+    },
+    /// More named databases opened in this environment than
+    /// [`EnvOptions::max_dbs`](crate::EnvOptions::max_dbs) (LMDB's `MDB_DBS_FULL`).
+    #[error("too many named databases (limit {max})")]
+    DbsFull {
+        /// The limit.
+        max: u32,
+    },
+    /// Every reader slot of the lock file is in use (LMDB's `MDB_READERS_FULL`).
+    #[error("all {max} reader slots are in use")]
+    ReadersFull {
+        /// Number of reader slots.
+        max: u32,
+    },
+    /// A write was attempted on an environment opened read-only.
+    #[error("environment is opened read-only")]
+    ReadOnly,
+    /// An argument is out of its range (page size, geometry, database name).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An earlier operation of this write transaction failed after it had
+    /// changed pages; the transaction can only be aborted (LMDB's
+    /// `MDB_BAD_TXN`). The database is unchanged.
+    #[error("transaction failed earlier and must be aborted")]
+    BadTxn,
+    /// The file was made by an incompatible format version or another program.
+    #[error("incompatible file: {0}")]
+    Incompatible(String),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A `Corrupted` error for `page`.
+    pub(crate) fn corrupted(page: u64, what: impl Into<String>) -> Error {
+        Error::Corrupted {
+            page,
+            what: what.into(),
+        }
+    }
+
+    /// Whether a write operation failing with this error left the
+    /// transaction as it was (checked before anything changed).
+    pub(crate) fn leaves_txn_intact(&self) -> bool {
+        matches!(
+            self,
+            Error::KeyTooLarge { .. }
+                | Error::ValueTooLarge { .. }
+                | Error::UpperBoundReached { .. }
+                | Error::DbNotFound { .. }
+                | Error::DbsFull { .. }
+                | Error::InvalidArgument(_)
+        )
+    }
+
+    /// Classifies an OS error from step `op`: a full disk becomes `DiskFull`.
+    pub(crate) fn io(op: &'static str, source: io::Error) -> Error {
+        match source.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Error::DiskFull { op },
+            _ => Error::Io { op, source },
+        }
+    }
+}

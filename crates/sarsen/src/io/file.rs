@@ -1,0 +1,117 @@
+//! The data file: positioned writes, growth and sync.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Most buffers handed to one `pwritev` call (Linux `IOV_MAX`).
+const IOV_MAX: usize = 1024;
+
+/// The data file of an environment.
+pub(crate) struct DataFile {
+    file: File,
+}
+
+impl DataFile {
+    /// Opens (and with `create`, creates) the data file at `path`.
+    pub(crate) fn open(path: &Path, read_only: bool, create: bool) -> Result<DataFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(!read_only)
+            .create(create && !read_only)
+            .mode(0o644)
+            .open(path)
+            .map_err(|e| Error::io("open data file", e))?;
+        Ok(DataFile { file })
+    }
+
+    /// The underlying file, for mapping.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// Current length of the file, bytes.
+    pub(crate) fn len(&self) -> Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| Error::io("fstat", e))?
+            .len())
+    }
+
+    /// Sets the file length to `len` bytes (sparse growth; blocks are
+    /// allocated when pages are written, so a full disk surfaces as
+    /// [`Error::DiskFull`] from the write, never as a fault in the map).
+    pub(crate) fn set_len(&self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .map_err(|e| Error::io("ftruncate", e))
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| Error::io("pread", e))
+    }
+
+    /// Writes all of `buf` at `offset`.
+    pub(crate) fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| Error::io("pwrite", e))
+    }
+
+    /// Writes the buffers back to back starting at `offset`, with as few
+    /// `pwritev` calls as the kernel allows.
+    pub(crate) fn write_vectored_at(&self, bufs: &[&[u8]], mut offset: u64) -> Result<()> {
+        for group in bufs.chunks(IOV_MAX) {
+            let total: usize = group.iter().map(|b| b.len()).sum();
+            let iov: Vec<libc::iovec> = group
+                .iter()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_ptr() as *mut libc::c_void,
+                    iov_len: b.len(),
+                })
+                .collect();
+            // SAFETY: every iovec points into a live borrowed slice of its
+            // stated length; pwritev only reads them. The fd is open.
+            let n = unsafe {
+                libc::pwritev(
+                    self.file.as_raw_fd(),
+                    iov.as_ptr(),
+                    iov.len() as libc::c_int,
+                    offset as libc::off_t,
+                )
+            };
+            if n < 0 {
+                return Err(Error::io("pwritev", std::io::Error::last_os_error()));
+            }
+            let n = n as usize;
+            if n < total {
+                // Short write: finish the rest buffer by buffer.
+                let mut skip = n;
+                let mut off = offset + n as u64;
+                for b in group {
+                    if skip >= b.len() {
+                        skip -= b.len();
+                        continue;
+                    }
+                    self.write_at(&b[skip..], off)?;
+                    off += (b.len() - skip) as u64;
+                    skip = 0;
+                }
+            }
+            offset += total as u64;
+        }
+        Ok(())
+    }
+
+    /// Makes written data durable (`fdatasync`).
+    pub(crate) fn sync_data(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io("fdatasync", e))
+    }
+}

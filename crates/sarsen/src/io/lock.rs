@@ -1,0 +1,464 @@
+//! The lock file: a small file mapped shared and read-write by every process
+//! that opens the environment. It holds the published snapshot (a seqlock),
+//! the writer's bookkeeping, and the reader table (LMDB's `MDB_txninfo`).
+//!
+//! Layout (all fields little-endian, 8-byte aligned, accessed atomically):
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0   | 8  | magic `b"SARSNLCK"` |
+//! | 8   | 4  | lock-file format version (1) |
+//! | 12  | 4  | reader slots in the table |
+//! | 16  | 8  | snapshot seqlock counter (odd while the writer publishes) |
+//! | 24  | 8  | published txnid |
+//! | 32  | 8  | published next unallocated page number |
+//! | 40  | 64 | catalog tree record ([`DbRecord`](crate::page::DbRecord) layout) |
+//! | 104 | 64 | main (unnamed) tree record |
+//! | 168 | 64 | GC tree record |
+//! | 232 | 8  | txnid of the newest durable (steady) commit |
+//! | 240 | 8  | meta slots: byte 0 = current, byte 1 = steady |
+//! | 248 | 8  | high-water mark of claimed reader slots |
+//! | 256 | 64 × slots | reader slots |
+//!
+//! Reader slot (64 bytes, one cache line, so readers never share a line):
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0  | 8 | txnid of the snapshot being read; 0 = idle |
+//! | 8  | 4 | owner pid; 0 = slot free |
+//! | 12 | 4 | busy: 1 while a read transaction uses the slot |
+//! | 16 | 8 | owner environment id (distinguishes two `Env`s of one process) |
+//! | 24 | 8 | thread id of the last user (informational) |
+//! | 32 | 32 | reserved |
+//!
+//! Locks (`F_OFD_SETLK*`, so they belong to this open file description and
+//! vanish when the process dies): byte 0 is the writer lock, byte 1 the
+//! liveness lock (shared by every opener; exclusive only to the first opener,
+//! which then resets the table).
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"SARSNLCK");
+const VERSION: u32 = 1;
+/// Size of the header before the reader slots, bytes.
+const HEADER: usize = 256;
+/// Size of one reader slot, bytes.
+pub(crate) const SLOT: usize = 64;
+/// Words of a tree record.
+pub(crate) const RECORD_WORDS: usize = 8;
+
+/// The snapshot a read transaction copies: what the newest commit published.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Published {
+    pub txnid: u64,
+    pub next_pgno: u64,
+    pub catalog: [u64; RECORD_WORDS],
+    pub main: [u64; RECORD_WORDS],
+    pub gc: [u64; RECORD_WORDS],
+}
+
+/// Writer-only state also published in the lock file.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WriterShared {
+    pub durable_txnid: u64,
+    pub meta_current: u8,
+    pub meta_steady: u8,
+}
+
+/// The mapped lock file.
+pub(crate) struct LockFile {
+    file: File,
+    ptr: NonNull<u8>,
+    len: usize,
+    slots: u32,
+}
+
+// SAFETY: all shared fields are accessed through atomics; the mapping lives
+// until Drop.
+unsafe impl Send for LockFile {}
+// SAFETY: as above.
+unsafe impl Sync for LockFile {}
+
+/// Whether this opener is alone (and so must initialise the shared state).
+pub(crate) enum Opened {
+    First,
+    Joined,
+}
+
+impl LockFile {
+    /// Opens or creates the lock file and maps it. Takes the liveness lock:
+    /// exclusively if no other process has the environment open (then the
+    /// header and the reader table are reset and `Opened::First` returned,
+    /// and the caller must call [`LockFile::publish`] and then
+    /// [`LockFile::downgrade`]), otherwise shared.
+    pub(crate) fn open(path: &Path, max_readers: u32) -> Result<(LockFile, Opened)> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o644)
+            .open(path)
+            .map_err(|e| Error::io("open lock file", e))?;
+        let fd = file.as_raw_fd();
+        let first = ofd_lock(fd, 1, libc::F_WRLCK, false)?;
+        if !first {
+            ofd_lock(fd, 1, libc::F_RDLCK, true)?;
+        }
+        let slots = if first {
+            max_readers
+        } else {
+            read_slot_count(&file)?
+        };
+        let len = HEADER + SLOT * slots as usize;
+        if first {
+            file.set_len(0)
+                .map_err(|e| Error::io("ftruncate lock", e))?;
+            file.set_len(len as u64)
+                .map_err(|e| Error::io("ftruncate lock", e))?;
+        }
+        let flen = file
+            .metadata()
+            .map_err(|e| Error::io("fstat lock", e))?
+            .len();
+        if flen < len as u64 {
+            return Err(Error::Incompatible(
+                "lock file shorter than its table".into(),
+            ));
+        }
+        // SAFETY: a fresh shared read-write mapping of `len` bytes of the
+        // lock file, which is at least that long (checked above).
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::io("mmap lock", std::io::Error::last_os_error()));
+        }
+        let ptr = NonNull::new(p as *mut u8)
+            .ok_or_else(|| Error::io("mmap lock", std::io::Error::other("null mapping")))?;
+        let lock = LockFile {
+            file,
+            ptr,
+            len,
+            slots,
+        };
+        if first {
+            lock.word(8).store(
+                u64::from(VERSION) | (u64::from(slots) << 32),
+                Ordering::Relaxed,
+            );
+            lock.word(0).store(MAGIC, Ordering::Release);
+            Ok((lock, Opened::First))
+        } else {
+            if lock.word(0).load(Ordering::Acquire) != MAGIC
+                || lock.word(8).load(Ordering::Relaxed) as u32 != VERSION
+            {
+                return Err(Error::Incompatible("lock file has a foreign header".into()));
+            }
+            Ok((lock, Opened::Joined))
+        }
+    }
+
+    /// After the first opener has published the initial snapshot: lets other
+    /// processes in (exclusive liveness lock becomes shared).
+    pub(crate) fn downgrade(&self) -> Result<()> {
+        ofd_lock(self.file.as_raw_fd(), 1, libc::F_RDLCK, true).map(|_| ())
+    }
+
+    /// Takes the cross-process writer lock, waiting for it.
+    pub(crate) fn lock_writer(&self) -> Result<()> {
+        ofd_lock(self.file.as_raw_fd(), 0, libc::F_WRLCK, true).map(|_| ())
+    }
+
+    /// Releases the writer lock.
+    pub(crate) fn unlock_writer(&self) {
+        let _ = ofd_lock(self.file.as_raw_fd(), 0, libc::F_UNLCK, false);
+    }
+
+    /// The 8-byte word at byte `off` of the mapping.
+    fn word(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(
+            off % 8 == 0 && off + 8 <= self.len,
+            "lock word out of range"
+        );
+        // SAFETY: in bounds and 8-aligned (the mapping is page-aligned);
+        // every access to shared words goes through atomics, so concurrent
+        // access from other threads and processes is not a data race.
+        unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU64) }
+    }
+
+    /// The 4-byte word at byte `off` of the mapping.
+    fn word32(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(
+            off % 4 == 0 && off + 4 <= self.len,
+            "lock word out of range"
+        );
+        // SAFETY: as in `word`.
+        unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
+    }
+
+    /// Number of reader slots.
+    pub(crate) fn slots(&self) -> u32 {
+        self.slots
+    }
+
+    /// Reads the published snapshot (seqlock read side; wait-free unless a
+    /// commit is being published at this instant, which takes nanoseconds).
+    #[inline]
+    pub(crate) fn published(&self) -> Published {
+        loop {
+            let s1 = self.word(16).load(Ordering::Acquire);
+            if s1 & 1 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let mut p = Published {
+                txnid: self.word(24).load(Ordering::Relaxed),
+                next_pgno: self.word(32).load(Ordering::Relaxed),
+                ..Published::default()
+            };
+            for i in 0..RECORD_WORDS {
+                p.catalog[i] = self.word(40 + 8 * i).load(Ordering::Relaxed);
+                p.main[i] = self.word(104 + 8 * i).load(Ordering::Relaxed);
+                p.gc[i] = self.word(168 + 8 * i).load(Ordering::Relaxed);
+            }
+            fence(Ordering::Acquire);
+            if self.word(16).load(Ordering::Relaxed) == s1 {
+                return p;
+            }
+        }
+    }
+
+    /// The published txnid alone (the recheck of a starting reader).
+    #[inline]
+    pub(crate) fn published_txnid(&self) -> u64 {
+        self.word(24).load(Ordering::SeqCst)
+    }
+
+    /// Writer-only shared state. Call with the writer lock held.
+    pub(crate) fn writer_shared(&self) -> WriterShared {
+        let mut w = WriterShared::default();
+        w.durable_txnid = self.word(232).load(Ordering::Acquire);
+        let m = self.word(240).load(Ordering::Relaxed);
+        w.meta_current = m as u8;
+        w.meta_steady = (m >> 8) as u8;
+        w
+    }
+
+    /// Publishes a new snapshot and writer state (seqlock write side). Call
+    /// with the writer lock held, after the meta page of the commit is
+    /// written.
+    pub(crate) fn publish(&self, p: &Published, w: &WriterShared) {
+        let seq = self.word(16);
+        let s = seq.load(Ordering::Relaxed);
+        seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.word(32).store(p.next_pgno, Ordering::Relaxed);
+        for i in 0..RECORD_WORDS {
+            self.word(40 + 8 * i).store(p.catalog[i], Ordering::Relaxed);
+            self.word(104 + 8 * i).store(p.main[i], Ordering::Relaxed);
+            self.word(168 + 8 * i).store(p.gc[i], Ordering::Relaxed);
+        }
+        self.word(232).store(w.durable_txnid, Ordering::Relaxed);
+        self.word(240).store(
+            u64::from(w.meta_current) | (u64::from(w.meta_steady) << 8),
+            Ordering::Relaxed,
+        );
+        // SeqCst pairs with a starting reader's SeqCst publish-then-recheck.
+        self.word(24).store(p.txnid, Ordering::SeqCst);
+        seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Only the durable txnid and meta slots (after `Env::sync`).
+    pub(crate) fn set_durable(&self, durable_txnid: u64, steady_slot: u8, current_slot: u8) {
+        self.word(232).store(durable_txnid, Ordering::Release);
+        self.word(240).store(
+            u64::from(current_slot) | (u64::from(steady_slot) << 8),
+            Ordering::Relaxed,
+        );
+    }
+
+    fn slot_off(&self, i: u32) -> usize {
+        HEADER + SLOT * i as usize
+    }
+
+    /// Snapshot txnid published in slot `i` (0 = idle).
+    pub(crate) fn slot_txnid(&self, i: u32) -> &AtomicU64 {
+        self.word(self.slot_off(i))
+    }
+
+    fn slot_pid(&self, i: u32) -> &AtomicU32 {
+        self.word32(self.slot_off(i) + 8)
+    }
+
+    fn slot_busy(&self, i: u32) -> &AtomicU32 {
+        self.word32(self.slot_off(i) + 12)
+    }
+
+    fn slot_owner(&self, i: u32) -> &AtomicU64 {
+        self.word(self.slot_off(i) + 16)
+    }
+
+    fn slot_tid(&self, i: u32) -> &AtomicU64 {
+        self.word(self.slot_off(i) + 24)
+    }
+
+    fn high_water(&self) -> &AtomicU64 {
+        self.word(248)
+    }
+
+    /// Tries to make slot `i` (owned by environment `owner` of this process)
+    /// busy for a new read transaction: one compare-and-swap.
+    #[inline]
+    pub(crate) fn try_use_slot(&self, i: u32, pid: u32, owner: u64) -> bool {
+        if i >= self.slots
+            || self.slot_pid(i).load(Ordering::Relaxed) != pid
+            || self.slot_owner(i).load(Ordering::Relaxed) != owner
+        {
+            return false;
+        }
+        self.slot_busy(i)
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Finds a slot for a new read transaction of environment `owner`:
+    /// first an idle slot it already owns, else a free slot it claims.
+    /// Returns the slot, busy, or `None` when the table is full.
+    pub(crate) fn claim_slot(&self, pid: u32, owner: u64, tid: u64) -> Option<u32> {
+        let high = (self.high_water().load(Ordering::Acquire) as u32).min(self.slots);
+        for i in 0..high {
+            if self.try_use_slot(i, pid, owner) {
+                self.slot_tid(i).store(tid, Ordering::Relaxed);
+                return Some(i);
+            }
+        }
+        for i in 0..self.slots {
+            if self
+                .slot_pid(i)
+                .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.slot_txnid(i).store(0, Ordering::Relaxed);
+                self.slot_owner(i).store(owner, Ordering::Relaxed);
+                self.slot_tid(i).store(tid, Ordering::Relaxed);
+                self.slot_busy(i).store(1, Ordering::Relaxed);
+                self.high_water()
+                    .fetch_max(u64::from(i) + 1, Ordering::AcqRel);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Ends the read transaction using slot `i`; the slot stays owned by
+    /// its environment for the next one.
+    #[inline]
+    pub(crate) fn release_slot(&self, i: u32) {
+        self.slot_txnid(i).store(0, Ordering::Release);
+        self.slot_busy(i).store(0, Ordering::Release);
+    }
+
+    /// Frees every slot owned by environment `owner` (at `Env` drop).
+    pub(crate) fn free_slots(&self, pid: u32, owner: u64) {
+        for i in 0..self.slots {
+            if self.slot_pid(i).load(Ordering::Relaxed) == pid
+                && self.slot_owner(i).load(Ordering::Relaxed) == owner
+            {
+                self.slot_txnid(i).store(0, Ordering::Relaxed);
+                self.slot_busy(i).store(0, Ordering::Relaxed);
+                self.slot_owner(i).store(0, Ordering::Relaxed);
+                self.slot_pid(i).store(0, Ordering::Release);
+            }
+        }
+    }
+
+    /// The oldest snapshot txnid any reader is using, or `None` if no reader
+    /// is active. The writer calls this at the start of each transaction.
+    pub(crate) fn oldest_reader(&self) -> Option<u64> {
+        let high = (self.high_water().load(Ordering::SeqCst) as u32).min(self.slots);
+        let mut oldest: Option<u64> = None;
+        for i in 0..high {
+            let t = self.slot_txnid(i).load(Ordering::SeqCst);
+            if t != 0 {
+                oldest = Some(oldest.map_or(t, |o| o.min(t)));
+            }
+        }
+        oldest
+    }
+
+    /// Reader slots in use (claimed by some environment).
+    pub(crate) fn readers_used(&self) -> u32 {
+        (0..self.slots)
+            .filter(|&i| self.slot_pid(i).load(Ordering::Relaxed) != 0)
+            .count() as u32
+    }
+}
+
+impl Drop for LockFile {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the region mapped in `open`; no
+        // reference into it outlives `self`.
+        unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Reads the slot count of an existing lock file's header.
+fn read_slot_count(file: &File) -> Result<u32> {
+    use std::os::unix::fs::FileExt;
+    let mut h = [0u8; 16];
+    file.read_exact_at(&mut h, 0)
+        .map_err(|e| Error::io("read lock header", e))?;
+    if u64::from_le_bytes(h[0..8].try_into().unwrap_or_default()) != MAGIC {
+        return Err(Error::Incompatible("lock file has a foreign header".into()));
+    }
+    let slots = u32::from_le_bytes(h[12..16].try_into().unwrap_or_default());
+    if slots == 0 || slots > 1 << 20 {
+        return Err(Error::Incompatible(format!(
+            "lock file names {slots} reader slots"
+        )));
+    }
+    Ok(slots)
+}
+
+/// Takes (or with `F_UNLCK` releases) an OFD lock on byte `byte`. Returns
+/// `false` when `wait` is off and another holder conflicts.
+fn ofd_lock(fd: libc::c_int, byte: i64, kind: libc::c_int, wait: bool) -> Result<bool> {
+    // SAFETY: a zeroed `flock` is a valid value of a plain C struct.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = byte;
+    fl.l_len = 1;
+    let cmd = if wait {
+        libc::F_OFD_SETLKW
+    } else {
+        libc::F_OFD_SETLK
+    };
+    loop {
+        // SAFETY: fcntl with a valid fd and a pointer to a live flock.
+        let r = unsafe { libc::fcntl(fd, cmd, &mut fl as *mut libc::flock) };
+        if r == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) | Some(libc::EACCES) if !wait => return Ok(false),
+            _ => return Err(Error::io("fcntl lock", e)),
+        }
+    }
+}

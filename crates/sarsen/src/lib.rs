@@ -1,0 +1,51 @@
+//! # Sarsen
+//!
+//! An embedded, transactional, ordered key-value store: a copy-on-write
+//! B+tree in one memory-mapped file, in the family of LMDB and libmdbx.
+//! ACID transactions, one writer at a time, any number of readers that never
+//! block and are never blocked, no write-ahead log and no recovery step.
+//!
+//! - [`Env`]: an open database file ([`EnvOptions`] to configure).
+//! - [`RoTxn`]: a read-only snapshot; [`RwTxn`]: the write transaction.
+//! - [`Database`]: the unnamed main database or a named one.
+//! - [`Cursor`] and [`Iter`]: ordered traversal and ranges.
+//!
+//! Keys are ordered bytewise. Values returned by reads borrow the
+//! transaction and point into the map (zero copy).
+//!
+//! ```
+//! use sarsen::{Env, Error};
+//! # fn main() -> Result<(), Error> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! let env = unsafe { Env::open(dir.path())? };
+//! let mut w = env.write_txn()?;
+//! let fruit = w.create_db(Some("fruit"))?;
+//! w.put(fruit, b"apple", b"red")?;
+//! w.put(fruit, b"banana", b"yellow")?;
+//! w.commit()?;
+//!
+//! let r = env.read_txn()?;
+//! assert_eq!(r.get(fruit, b"apple")?, Some(&b"red"[..]));
+//! for entry in r.iter(fruit)? {
+//!     let (k, v) = entry?;
+//!     println!("{} = {}", String::from_utf8_lossy(k), String::from_utf8_lossy(v));
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![warn(missing_docs)]
+
+mod btree;
+mod cursor;
+mod db;
+mod env;
+mod error;
+mod io;
+mod page;
+mod txn;
+
+pub use cursor::{Cursor, Entry, Iter};
+pub use db::{Database, Stat};
+pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
+pub use error::{Error, Result};
+pub use txn::{RoTxn, RwTxn};

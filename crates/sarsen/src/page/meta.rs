@@ -1,0 +1,153 @@
+//! Meta pages: pages 0, 1 and 2 of the data file. Each commit writes one;
+//! at open the newest valid one wins. Three, as libmdbx, so that a weak
+//! (unsynced) commit never overwrites the last durable one.
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0   | 8  | magic `b"SARSEN\0\x01"` |
+//! | 8   | 4  | format version (1) |
+//! | 12  | 4  | page size, bytes |
+//! | 16  | 8  | txnid of this commit |
+//! | 24  | 4  | flags: 0x1 steady (durable when written), 0x2 one-sync (pages of this commit were synced together with this meta: verify them after an OS crash), 0x4 written by a no-sync environment |
+//! | 28  | 4  | next unallocated page number |
+//! | 32  | 4  | geometry lower bound, pages |
+//! | 36  | 4  | geometry upper bound, pages |
+//! | 40  | 4  | growth step, pages |
+//! | 44  | 4  | shrink threshold, pages (reserved, 0) |
+//! | 48  | 16 | boot id of the system that wrote it (XXH3-128 of Linux's boot_id) |
+//! | 64  | 64 | GC tree record |
+//! | 128 | 64 | catalog tree record |
+//! | 192 | 64 | main tree record |
+//! | 256 | 32 | canary: four user words (reserved, 0) |
+//! | 288 | 24 | reserved, 0 |
+//! | 312 | 8  | XXH3-64 of bytes 0..312 |
+
+use super::record::RECORD_LEN;
+use super::{rd32, rd64, wr32, wr64, DbRecord, Pgno, MAX_PAGE, MIN_PAGE};
+
+/// Magic number at offset 0 of each meta page.
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"SARSEN\x00\x01");
+/// On-disk format version.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+/// Encoded meta size, bytes.
+pub(crate) const META_LEN: usize = 320;
+
+/// Meta flag: the commit was durable when written.
+pub(crate) const STEADY: u32 = 0x1;
+/// Meta flag: data and meta were made durable by one sync.
+pub(crate) const ONE_SYNC: u32 = 0x2;
+/// Meta flag: written in no-sync mode.
+pub(crate) const NO_SYNC: u32 = 0x4;
+
+/// A decoded meta page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Meta {
+    pub page_size: u32,
+    pub txnid: u64,
+    pub flags: u32,
+    pub next_pgno: Pgno,
+    pub lower: u32,
+    pub upper: u32,
+    pub growth: u32,
+    pub shrink: u32,
+    pub boot_id: [u8; 16],
+    pub gc: DbRecord,
+    pub catalog: DbRecord,
+    pub main: DbRecord,
+    pub canary: [u64; 4],
+}
+
+/// Why a meta page was rejected.
+#[derive(Debug)]
+pub(crate) enum MetaError {
+    /// Not a Sarsen meta page (wrong magic).
+    Foreign,
+    /// A Sarsen file of another format version.
+    Version(u32),
+    /// Torn, garbage or insane fields.
+    Invalid(#[allow(dead_code)] &'static str),
+}
+
+impl Meta {
+    /// Encodes into `b` (at least `META_LEN` bytes), checksum included.
+    pub(crate) fn encode(&self, b: &mut [u8]) {
+        b[..META_LEN].fill(0);
+        wr64(b, 0, MAGIC);
+        wr32(b, 8, FORMAT_VERSION);
+        wr32(b, 12, self.page_size);
+        wr64(b, 16, self.txnid);
+        wr32(b, 24, self.flags);
+        wr32(b, 28, self.next_pgno);
+        wr32(b, 32, self.lower);
+        wr32(b, 36, self.upper);
+        wr32(b, 40, self.growth);
+        wr32(b, 44, self.shrink);
+        b[48..64].copy_from_slice(&self.boot_id);
+        b[64..128].copy_from_slice(&self.gc.encode());
+        b[128..192].copy_from_slice(&self.catalog.encode());
+        b[192..256].copy_from_slice(&self.main.encode());
+        for (i, c) in self.canary.iter().enumerate() {
+            wr64(b, 256 + 8 * i, *c);
+        }
+        let sum = xxhash_rust::xxh3::xxh3_64(&b[..312]);
+        wr64(b, 312, sum);
+    }
+
+    /// Decodes and validates a meta page.
+    pub(crate) fn decode(b: &[u8]) -> Result<Meta, MetaError> {
+        if b.len() < META_LEN {
+            return Err(MetaError::Invalid("short meta page"));
+        }
+        if rd64(b, 0) != MAGIC {
+            return Err(MetaError::Foreign);
+        }
+        if rd64(b, 312) != xxhash_rust::xxh3::xxh3_64(&b[..312]) {
+            return Err(MetaError::Invalid("meta checksum mismatch"));
+        }
+        let version = rd32(b, 8);
+        if version != FORMAT_VERSION {
+            return Err(MetaError::Version(version));
+        }
+        let rec = |off: usize| DbRecord::decode(&b[off..off + RECORD_LEN]).unwrap_or_default();
+        let m = Meta {
+            page_size: rd32(b, 12),
+            txnid: rd64(b, 16),
+            flags: rd32(b, 24),
+            next_pgno: rd32(b, 28),
+            lower: rd32(b, 32),
+            upper: rd32(b, 36),
+            growth: rd32(b, 40),
+            shrink: rd32(b, 44),
+            boot_id: b[48..64].try_into().unwrap_or_default(),
+            gc: rec(64),
+            catalog: rec(128),
+            main: rec(192),
+            canary: std::array::from_fn(|i| rd64(b, 256 + 8 * i)),
+        };
+        m.sane().map(|_| m)
+    }
+
+    /// Field checks beyond the checksum.
+    fn sane(&self) -> Result<(), MetaError> {
+        let ps = self.page_size;
+        if !ps.is_power_of_two() || !(MIN_PAGE..=MAX_PAGE).contains(&ps) {
+            return Err(MetaError::Invalid("page size out of range"));
+        }
+        if self.next_pgno < super::META_PAGES || self.next_pgno > self.upper.max(super::META_PAGES)
+        {
+            return Err(MetaError::Invalid("next page number outside the geometry"));
+        }
+        if self.txnid == 0 && self.next_pgno != super::META_PAGES {
+            return Err(MetaError::Invalid("txnid 0 with pages allocated"));
+        }
+        for r in [&self.gc, &self.catalog, &self.main] {
+            if r.root != 0 && (r.root < super::META_PAGES || r.root >= self.next_pgno) {
+                return Err(MetaError::Invalid("tree root outside the allocated pages"));
+            }
+            if (r.root == 0) != (r.depth == 0) {
+                return Err(MetaError::Invalid("tree depth and root disagree"));
+            }
+        }
+        Ok(())
+    }
+}

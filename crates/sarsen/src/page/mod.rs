@@ -1,0 +1,382 @@
+//! Typed, bounds-checked views over page bytes.
+//!
+//! Every page except the three meta pages starts with this header:
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0  | 4 | page number (catches misdirected writes) |
+//! | 4  | 1 | kind: 1 branch, 2 leaf, 3 overflow (4, 5 reserved for DUPFIXED leaves and duplicate sub-pages) |
+//! | 5  | 1 | flags (reserved, 0) |
+//! | 6  | 2 | entry count (branch/leaf) |
+//! | 8  | 8 | txnid of the transaction that wrote the page |
+//! | 16 | 2 | bytes used by nodes at the end of the page (branch/leaf) |
+//! | 18 | 2 | reserved, 0 |
+//! | 16 | 4 | overflow: number of pages in the run (overlays the two above) |
+//!
+//! Branch and leaf pages follow LMDB's slotted layout: after the 20-byte
+//! header, an array of `u16` slots (absolute byte offsets of nodes, in key
+//! order) grows up; nodes are packed from the end of the page down, with no
+//! gaps (deletion compacts). Free space is the gap between the two.
+//! Node layouts are in [`node`]. All integers are little-endian.
+//!
+//! Views validate the header when made and every offset and length before
+//! use, so a damaged page gives [`Error::Corrupted`](crate::Error), never a
+//! panic or an out-of-bounds read.
+
+pub(crate) mod meta;
+pub(crate) mod node;
+pub(crate) mod record;
+
+pub(crate) use node::{BranchNode, LeafNode, LeafValue};
+pub(crate) use record::DbRecord;
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+
+/// A page number: the page's byte offset divided by the page size.
+pub(crate) type Pgno = u32;
+
+/// Size of the page header, bytes.
+pub(crate) const HDR: usize = 20;
+/// Smallest and largest page sizes, bytes.
+pub(crate) const MIN_PAGE: u32 = 512;
+pub(crate) const MAX_PAGE: u32 = 65536;
+/// Number of meta pages at the start of the file.
+pub(crate) const META_PAGES: u32 = 3;
+/// Largest page number (2^31 - 1, as libmdbx): keeps `pgno + count` of an
+/// overflow run from wrapping.
+pub(crate) const MAX_PGNO: u32 = 0x7fff_ffff;
+/// Longest value, bytes.
+pub(crate) const MAX_VALUE: usize = 0x7fff_ffff;
+
+/// Page kinds (header byte 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Branch = 1,
+    Leaf = 2,
+    Overflow = 3,
+}
+
+#[inline]
+pub(crate) fn rd16(b: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([b[off], b[off + 1]])
+}
+#[inline]
+pub(crate) fn rd32(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+#[inline]
+pub(crate) fn rd64(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(a)
+}
+#[inline]
+pub(crate) fn wr16(b: &mut [u8], off: usize, v: u16) {
+    b[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+pub(crate) fn wr32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+pub(crate) fn wr64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Sizes derived from the page size.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    /// Page size, bytes.
+    pub psize: usize,
+    /// Largest node plus its slot, bytes: half the space after the header,
+    /// so every branch and leaf page holds at least two nodes.
+    pub node_max: usize,
+    /// Longest key, bytes.
+    pub max_key: usize,
+}
+
+impl Layout {
+    pub(crate) fn new(psize: u32) -> Layout {
+        let psize = psize as usize;
+        let node_max = (psize - HDR) / 2;
+        Layout {
+            psize,
+            node_max,
+            max_key: node_max - 2 - node::LEAF_HDR - node::OVERFLOW_REF,
+        }
+    }
+
+    /// Whether a value of `vlen` bytes with a key of `klen` bytes is stored
+    /// inline in the leaf node (else in an overflow run).
+    #[inline]
+    pub(crate) fn inline(&self, klen: usize, vlen: usize) -> bool {
+        2 + node::LEAF_HDR + klen + vlen <= self.node_max
+    }
+
+    /// Pages in an overflow run holding `vlen` bytes.
+    pub(crate) fn overflow_pages(&self, vlen: usize) -> usize {
+        (HDR + vlen).div_ceil(self.psize)
+    }
+}
+
+/// A validated read-only view of a branch or leaf page.
+#[derive(Clone, Copy)]
+pub(crate) struct Page<'a> {
+    b: &'a [u8],
+    pgno: Pgno,
+    kind: Kind,
+    n: usize,
+    node_lo: usize,
+}
+
+impl<'a> Page<'a> {
+    /// Validates the header of the branch or leaf page `pgno` in `b`.
+    pub(crate) fn new(b: &'a [u8], pgno: Pgno) -> Result<Page<'a>> {
+        let bad = |what: &str| Err(Error::corrupted(u64::from(pgno), what));
+        if b.len() < HDR + 4 {
+            return bad("page shorter than its header");
+        }
+        if rd32(b, 0) != pgno {
+            return bad("page number in header does not match its position");
+        }
+        let kind = match b[4] {
+            1 => Kind::Branch,
+            2 => Kind::Leaf,
+            3 => return bad("overflow page where a branch or leaf was expected"),
+            _ => return bad("unknown page kind"),
+        };
+        let n = rd16(b, 6) as usize;
+        let used = rd16(b, 16) as usize;
+        if HDR + 2 * n + used > b.len() {
+            return bad("entry count and node bytes exceed the page");
+        }
+        Ok(Page {
+            b,
+            pgno,
+            kind,
+            n,
+            node_lo: b.len() - used,
+        })
+    }
+
+    /// A placeholder view with no nodes (fills unused cursor stack slots).
+    pub(crate) fn empty() -> Page<'a> {
+        Page {
+            b: &[],
+            pgno: 0,
+            kind: Kind::Leaf,
+            n: 0,
+            node_lo: 0,
+        }
+    }
+
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.b
+    }
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+    pub(crate) fn is_leaf(&self) -> bool {
+        self.kind == Kind::Leaf
+    }
+    /// Number of nodes.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+    /// Free bytes between the slot array and the nodes.
+    pub(crate) fn free(&self) -> usize {
+        self.node_lo - HDR - 2 * self.n
+    }
+    /// Bytes used by slots and nodes.
+    pub(crate) fn used(&self) -> usize {
+        self.b.len() - HDR - self.free()
+    }
+
+    fn err(&self, what: &str) -> Error {
+        Error::corrupted(u64::from(self.pgno), what)
+    }
+
+    /// Byte offset of node `i`, checked to lie in the node area.
+    #[inline]
+    fn node_off(&self, i: usize) -> Result<usize> {
+        if i >= self.n {
+            return Err(self.err("node index past the entry count"));
+        }
+        let off = rd16(self.b, HDR + 2 * i) as usize;
+        if off < self.node_lo || off >= self.b.len() {
+            return Err(self.err("slot points outside the node area"));
+        }
+        Ok(off)
+    }
+
+    /// Leaf node `i`.
+    #[inline]
+    pub(crate) fn leaf(&self, i: usize) -> Result<LeafNode<'a>> {
+        let off = self.node_off(i)?;
+        LeafNode::parse(&self.b[off..]).ok_or_else(|| self.err("leaf node overruns the page"))
+    }
+
+    /// Branch node `i`.
+    #[inline]
+    pub(crate) fn branch(&self, i: usize) -> Result<BranchNode<'a>> {
+        let off = self.node_off(i)?;
+        BranchNode::parse(&self.b[off..]).ok_or_else(|| self.err("branch node overruns the page"))
+    }
+
+    /// The raw bytes of node `i` (header, key and value or reference).
+    pub(crate) fn raw_node(&self, i: usize) -> Result<&'a [u8]> {
+        let off = self.node_off(i)?;
+        let len = match self.kind {
+            Kind::Leaf => self.leaf(i)?.stored_len(),
+            _ => self.branch(i)?.stored_len(),
+        };
+        Ok(&self.b[off..off + len])
+    }
+
+    /// Key of node `i`. Branch node 0 has an empty key standing for
+    /// "everything below the next key".
+    #[inline]
+    pub(crate) fn key(&self, i: usize) -> Result<&'a [u8]> {
+        match self.kind {
+            Kind::Leaf => Ok(self.leaf(i)?.key),
+            _ => Ok(self.branch(i)?.key),
+        }
+    }
+
+    /// Leaf: the first index whose key is `>= key`, and whether it is equal.
+    pub(crate) fn search_leaf(&self, key: &[u8]) -> Result<(usize, bool)> {
+        let (mut lo, mut hi) = (0usize, self.n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid)?.cmp(key) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Equal => return Ok((mid, true)),
+                Ordering::Greater => hi = mid,
+            }
+        }
+        Ok((lo, false))
+    }
+
+    /// Branch: the index of the child whose range holds `key` (the last node
+    /// whose key is `<= key`; node 0 counts as less than every key).
+    pub(crate) fn search_branch(&self, key: &[u8]) -> Result<usize> {
+        if self.n == 0 {
+            return Err(self.err("branch page without children"));
+        }
+        let (mut lo, mut hi) = (1usize, self.n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.key(mid)?.cmp(key) {
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Ok(mid),
+                Ordering::Less => lo = mid + 1,
+            }
+        }
+        Ok(lo - 1)
+    }
+}
+
+/// Header of an overflow run's first page: checks number, kind and count.
+pub(crate) fn check_overflow(b: &[u8], pgno: Pgno, pages: usize) -> Result<()> {
+    let bad = |what: &str| Err(Error::corrupted(u64::from(pgno), what));
+    if b.len() < HDR {
+        return bad("overflow page shorter than its header");
+    }
+    if rd32(b, 0) != pgno {
+        return bad("overflow page number in header does not match its position");
+    }
+    if b[4] != Kind::Overflow as u8 {
+        return bad("expected an overflow page");
+    }
+    if rd32(b, 16) as usize != pages {
+        return bad("overflow run length does not match its value length");
+    }
+    Ok(())
+}
+
+/// Writes a fresh header for page `pgno` of `kind` into `b`.
+pub(crate) fn init(b: &mut [u8], pgno: Pgno, kind: Kind, txnid: u64) {
+    b[..HDR].fill(0);
+    wr32(b, 0, pgno);
+    b[4] = kind as u8;
+    wr64(b, 8, txnid);
+}
+
+/// Writes the header of an overflow run of `pages` pages.
+pub(crate) fn init_overflow(b: &mut [u8], pgno: Pgno, pages: u32, txnid: u64) {
+    init(b, pgno, Kind::Overflow, txnid);
+    wr32(b, 16, pages);
+}
+
+/// Rewrites the page number and txnid of a page copied from elsewhere.
+pub(crate) fn set_identity(b: &mut [u8], pgno: Pgno, txnid: u64) {
+    wr32(b, 0, pgno);
+    wr64(b, 8, txnid);
+}
+
+/// Mutators over a page buffer whose header we wrote (a dirty page). They
+/// trust the page's own header, which the writer keeps consistent.
+pub(crate) mod edit {
+    use super::*;
+
+    fn count(b: &[u8]) -> usize {
+        rd16(b, 6) as usize
+    }
+    fn used(b: &[u8]) -> usize {
+        rd16(b, 16) as usize
+    }
+    /// Free bytes in the page.
+    pub(crate) fn free(b: &[u8]) -> usize {
+        b.len() - HDR - 2 * count(b) - used(b)
+    }
+
+    /// Inserts a node whose bytes `write` fills (`len` bytes) at index `i`.
+    /// The caller checked `free(b) >= len + 2`.
+    pub(crate) fn insert_with(b: &mut [u8], i: usize, len: usize, write: impl FnOnce(&mut [u8])) {
+        let n = count(b);
+        let u = used(b);
+        let off = b.len() - u - len;
+        write(&mut b[off..off + len]);
+        let s = HDR + 2 * i;
+        b.copy_within(s..HDR + 2 * n, s + 2);
+        wr16(b, s, off as u16);
+        wr16(b, 6, (n + 1) as u16);
+        wr16(b, 16, (u + len) as u16);
+    }
+
+    /// Inserts the raw node bytes `node` at index `i`; `false` if no room.
+    pub(crate) fn insert_raw(b: &mut [u8], i: usize, node: &[u8]) -> bool {
+        if free(b) < node.len() + 2 {
+            return false;
+        }
+        insert_with(b, i, node.len(), |d| d.copy_from_slice(node));
+        true
+    }
+
+    /// Removes node `i` (of stored length `len`), compacting the node area.
+    pub(crate) fn remove(b: &mut [u8], i: usize, len: usize) {
+        let n = count(b);
+        let u = used(b);
+        let lo = b.len() - u;
+        let off = rd16(b, HDR + 2 * i) as usize;
+        // Shift the nodes below `off` up by `len`, over the removed node.
+        b.copy_within(lo..off, lo + len);
+        b.copy_within(HDR + 2 * (i + 1)..HDR + 2 * n, HDR + 2 * i);
+        for j in 0..n - 1 {
+            let o = rd16(b, HDR + 2 * j) as usize;
+            if o < off {
+                wr16(b, HDR + 2 * j, (o + len) as u16);
+            }
+        }
+        wr16(b, 6, (n - 1) as u16);
+        wr16(b, 16, (u - len) as u16);
+    }
+
+    /// Mutable bytes of node `i` (from its start to the page end).
+    pub(crate) fn node_mut(b: &mut [u8], i: usize) -> &mut [u8] {
+        let off = rd16(b, HDR + 2 * i) as usize;
+        &mut b[off..]
+    }
+}

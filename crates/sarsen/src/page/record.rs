@@ -1,0 +1,89 @@
+//! The record that describes one B+tree: kept in the meta page for the GC,
+//! catalog and main trees, and as the catalog's value for each named
+//! database (LMDB's `MDB_db`).
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0  | 4 | root page number; 0 = empty tree |
+//! | 4  | 2 | depth (0 for an empty tree, 1 when the root is a leaf) |
+//! | 6  | 2 | flags: key order and duplicate mode (0 = bytewise keys, unique; others reserved) |
+//! | 8  | 8 | XXH3-64 checksum of the root page |
+//! | 16 | 8 | txnid of the commit that last wrote the root |
+//! | 24 | 8 | branch pages |
+//! | 32 | 8 | leaf pages |
+//! | 40 | 8 | overflow pages |
+//! | 48 | 8 | entries |
+//! | 56 | 8 | sequence (reserved, 0) |
+
+use super::{rd16, rd32, rd64, wr16, wr32, wr64, Pgno};
+use crate::io::lock::RECORD_WORDS;
+
+/// Encoded size of a record, bytes.
+pub(crate) const RECORD_LEN: usize = 64;
+
+/// A B+tree's root and statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DbRecord {
+    pub root: Pgno,
+    pub depth: u16,
+    pub flags: u16,
+    pub root_cksum: u64,
+    pub mod_txnid: u64,
+    pub branch_pages: u64,
+    pub leaf_pages: u64,
+    pub overflow_pages: u64,
+    pub entries: u64,
+    pub sequence: u64,
+}
+
+impl DbRecord {
+    /// Encodes into 64 bytes.
+    pub(crate) fn encode(&self) -> [u8; RECORD_LEN] {
+        let mut b = [0u8; RECORD_LEN];
+        wr32(&mut b, 0, self.root);
+        wr16(&mut b, 4, self.depth);
+        wr16(&mut b, 6, self.flags);
+        wr64(&mut b, 8, self.root_cksum);
+        wr64(&mut b, 16, self.mod_txnid);
+        wr64(&mut b, 24, self.branch_pages);
+        wr64(&mut b, 32, self.leaf_pages);
+        wr64(&mut b, 40, self.overflow_pages);
+        wr64(&mut b, 48, self.entries);
+        wr64(&mut b, 56, self.sequence);
+        b
+    }
+
+    /// Decodes 64 bytes; `None` if `b` is not exactly a record.
+    pub(crate) fn decode(b: &[u8]) -> Option<DbRecord> {
+        if b.len() != RECORD_LEN {
+            return None;
+        }
+        Some(DbRecord {
+            root: rd32(b, 0),
+            depth: rd16(b, 4),
+            flags: rd16(b, 6),
+            root_cksum: rd64(b, 8),
+            mod_txnid: rd64(b, 16),
+            branch_pages: rd64(b, 24),
+            leaf_pages: rd64(b, 32),
+            overflow_pages: rd64(b, 40),
+            entries: rd64(b, 48),
+            sequence: rd64(b, 56),
+        })
+    }
+
+    /// As the eight words published in the lock file.
+    pub(crate) fn to_words(self) -> [u64; RECORD_WORDS] {
+        let b = self.encode();
+        std::array::from_fn(|i| rd64(&b, 8 * i))
+    }
+
+    /// From the eight words published in the lock file.
+    pub(crate) fn from_words(w: &[u64; RECORD_WORDS]) -> DbRecord {
+        let mut b = [0u8; RECORD_LEN];
+        for (i, x) in w.iter().enumerate() {
+            wr64(&mut b, 8 * i, *x);
+        }
+        DbRecord::decode(&b).unwrap_or_default()
+    }
+}

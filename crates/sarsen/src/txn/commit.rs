@@ -1,0 +1,221 @@
+//! Commit: checksums, GC, page writes, the meta page, sync, publish.
+//!
+//! Order of a commit of txnid T:
+//! 1. write each changed named database's record into the catalog;
+//! 2. save the freed pages in the GC under T ([`gc::save`]);
+//! 3. seal the trees: checksums bottom-up over dirty pages;
+//! 4. grow the file, write the dirty pages (sorted, coalesced `pwritev`);
+//! 5. write the meta page into a slot that is neither the current nor the
+//!    last durable one, and sync as the durability mode says;
+//! 6. publish the snapshot in the lock file: the commit point for readers.
+//!
+//! In `Durable` mode steps 4 and 5 end with a single `fdatasync`: should
+//! the system crash before it completes, the meta may be on disk while
+//! some pages are not; open then finds a checksum mismatch among the pages
+//! of T and falls back to T-1, whose pages T never overwrote.
+
+use crate::btree::{insert, seal};
+use crate::env::{Durability, Env};
+use crate::error::{Error, Result};
+use crate::io::lock::Published;
+use crate::page::meta::{self, Meta, META_LEN};
+use crate::page::Pgno;
+use crate::txn::gc;
+use crate::txn::writer::Writer;
+
+/// Commits the writer's transaction.
+pub(crate) fn commit(env: &Env, w: &mut Writer) -> Result<()> {
+    if w.dirty.is_empty() && w.freed.is_empty() {
+        return Ok(());
+    }
+    let map = &env.map;
+    for dbi in 1..w.dbs.len() {
+        let Some(mut nd) = w.dbs[dbi].clone() else {
+            continue;
+        };
+        if !nd.dirty || !nd.exists {
+            continue;
+        }
+        seal::seal(w, &mut nd.rec)?;
+        let name = env
+            .registry
+            .name(crate::db::Database { dbi: dbi as u32 })?
+            .unwrap_or_default();
+        let mut cat = w.catalog;
+        insert::put(w, map, &mut cat, name.as_bytes(), &nd.rec.encode())?;
+        w.catalog = cat;
+    }
+    gc::save(w, map)?;
+    let (mut main, mut cat, mut gcr) = (w.main, w.catalog, w.gc);
+    seal::seal(w, &mut main)?;
+    seal::seal(w, &mut cat)?;
+    seal::seal(w, &mut gcr)?;
+    (w.main, w.catalog, w.gc) = (main, cat, gcr);
+
+    grow(env, w.next_pgno)?;
+    write_pages(env, w)?;
+    write_meta(env, w)
+}
+
+/// Grows the file to hold `next_pgno` pages, in whole growth steps, never
+/// past the upper bound and never shrinking it.
+fn grow(env: &Env, next_pgno: Pgno) -> Result<()> {
+    let ps = u64::from(env.page_size);
+    let need = u64::from(next_pgno) * ps;
+    let len = env.file.len()?;
+    if need <= len {
+        return Ok(());
+    }
+    let step = u64::from(env.growth_pgno) * ps;
+    let target = need.div_ceil(step) * step;
+    env.file
+        .set_len(target.min(u64::from(env.upper_pgno) * ps).max(need))
+}
+
+/// Writes the dirty pages in page-number order, one `pwritev` per run of
+/// consecutive pages.
+fn write_pages(env: &Env, w: &Writer) -> Result<()> {
+    let ps = env.page_size as usize;
+    let mut pgnos: Vec<Pgno> = w.dirty.keys().copied().collect();
+    pgnos.sort_unstable();
+    let mut run: Vec<&[u8]> = Vec::new();
+    let mut run_start: Pgno = 0;
+    let mut run_end: Pgno = 0;
+    for p in pgnos {
+        let b = &w.dirty[&p];
+        if run.is_empty() || p != run_end {
+            if !run.is_empty() {
+                env.file
+                    .write_vectored_at(&run, u64::from(run_start) * ps as u64)?;
+                run.clear();
+            }
+            run_start = p;
+        }
+        run.push(b);
+        run_end = p + (b.len() / ps) as Pgno;
+    }
+    if !run.is_empty() {
+        env.file
+            .write_vectored_at(&run, u64::from(run_start) * ps as u64)?;
+    }
+    Ok(())
+}
+
+/// The meta slot to write: neither the current meta nor the last durable.
+fn next_slot(current: u8, steady: u8) -> u8 {
+    if current == steady {
+        (current + 1) % 3
+    } else {
+        3 - current - steady
+    }
+}
+
+/// Builds the meta of the writer's state.
+fn build_meta(env: &Env, w: &Writer, txnid: u64, flags: u32) -> Meta {
+    Meta {
+        page_size: env.page_size,
+        txnid,
+        flags,
+        next_pgno: w.next_pgno,
+        lower: env.lower_pgno,
+        upper: env.upper_pgno,
+        growth: env.growth_pgno,
+        shrink: 0,
+        boot_id: env.boot_id,
+        gc: w.gc,
+        catalog: w.catalog,
+        main: w.main,
+        canary: [0; 4],
+    }
+}
+
+/// Writes the meta page into `slot`; on a failed sync, puts the slot's old
+/// bytes back so a later open cannot pick up a commit reported as failed.
+fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
+    let off = u64::from(slot) * u64::from(env.page_size);
+    let mut old = [0u8; META_LEN];
+    env.file.read_at(&mut old, off)?;
+    let mut buf = [0u8; META_LEN];
+    m.encode(&mut buf);
+    let r =
+        env.file
+            .write_at(&buf, off)
+            .and_then(|_| if sync { env.file.sync_data() } else { Ok(()) });
+    if r.is_err() {
+        let _ = env.file.write_at(&old, off);
+    }
+    r
+}
+
+fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
+    let mut ws = env.lock.writer_shared();
+    let prev = env.lock.published();
+    let slot = next_slot(ws.meta_current, ws.meta_steady);
+    let flags = match env.durability {
+        Durability::Durable => meta::STEADY | meta::ONE_SYNC,
+        Durability::NoMetaSync => meta::STEADY,
+        Durability::SafeNoSync => 0,
+        Durability::NoSync => meta::NO_SYNC,
+    };
+    if env.durability == Durability::NoMetaSync {
+        env.file.sync_data()?;
+    }
+    let m = build_meta(env, w, w.txnid, flags);
+    put_meta(env, slot, &m, env.durability == Durability::Durable)?;
+    match env.durability {
+        Durability::Durable => {
+            ws.durable_txnid = w.txnid;
+            ws.meta_steady = slot;
+        }
+        Durability::NoMetaSync => {
+            // The data sync above made the previous meta durable too.
+            ws.durable_txnid = prev.txnid;
+            ws.meta_steady = ws.meta_current;
+        }
+        Durability::SafeNoSync | Durability::NoSync => {}
+    }
+    ws.meta_current = slot;
+    env.lock.publish(
+        &Published {
+            txnid: w.txnid,
+            next_pgno: u64::from(w.next_pgno),
+            catalog: w.catalog.to_words(),
+            main: w.main.to_words(),
+            gc: w.gc.to_words(),
+        },
+        &ws,
+    );
+    Ok(())
+}
+
+/// `Env::sync`: makes the newest commit durable. Called with the writer
+/// lock held. Syncs the data, then writes a steady copy of the current
+/// meta (same txnid) into a free slot and syncs again.
+pub(crate) fn sync_steady(env: &Env) -> Result<()> {
+    let ws = env.lock.writer_shared();
+    let p = env.lock.published();
+    env.file.sync_data()?;
+    if ws.durable_txnid >= p.txnid && ws.meta_current == ws.meta_steady {
+        return Ok(());
+    }
+    let off = u64::from(ws.meta_current) * u64::from(env.page_size);
+    let mut cur = [0u8; META_LEN];
+    env.file.read_at(&mut cur, off)?;
+    let mut m = Meta::decode(&cur).map_err(|_| {
+        Error::corrupted(
+            u64::from(ws.meta_current),
+            "current meta unreadable at sync",
+        )
+    })?;
+    if m.txnid != p.txnid {
+        return Err(Error::corrupted(
+            u64::from(ws.meta_current),
+            "current meta is not the published commit",
+        ));
+    }
+    m.flags = meta::STEADY;
+    let slot = next_slot(ws.meta_current, ws.meta_steady);
+    put_meta(env, slot, &m, true)?;
+    env.lock.set_durable(p.txnid, slot, slot);
+    Ok(())
+}

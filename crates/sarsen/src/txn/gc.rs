@@ -1,0 +1,136 @@
+//! The GC tree: pages freed by each transaction, keyed by its txnid
+//! (LMDB's FREE_DBI, libmdbx's GC).
+//!
+//! Record key (12 bytes): txnid as `u64` big-endian, then a chunk number as
+//! `u32` big-endian, so records sort by txnid. Value: up to a leaf node's
+//! inline capacity of page numbers, each `u32` little-endian, in no order.
+//!
+//! Reuse is newest first (LIFO, as libmdbx): the writer takes the record
+//! with the largest txnid not above its bound, so recently freed, still
+//! cached pages are written again first. Saving the GC at commit itself
+//! frees and allocates GC pages; [`save`] repeats until the record it wrote
+//! matches the free lists exactly.
+
+use crate::btree::{delete, insert};
+use crate::cursor::{AnySource, RawCursor};
+use crate::error::{Error, Result};
+use crate::io::Map;
+use crate::page::{rd32, Pgno, META_PAGES};
+use crate::txn::writer::Writer;
+
+/// Key of chunk `chunk` of the record of `txnid`.
+fn key(txnid: u64, chunk: u32) -> [u8; 12] {
+    let mut k = [0u8; 12];
+    k[..8].copy_from_slice(&txnid.to_be_bytes());
+    k[8..].copy_from_slice(&chunk.to_be_bytes());
+    k
+}
+
+/// Txnid of a record key.
+pub(crate) fn key_txnid(k: &[u8]) -> Option<u64> {
+    (k.len() == 12).then(|| u64::from_be_bytes(k[..8].try_into().unwrap_or_default()))
+}
+
+/// Page numbers one record chunk holds at this page size.
+fn chunk_capacity(w: &Writer) -> usize {
+    (w.layout.max_key + crate::page::node::OVERFLOW_REF - 12) / 4
+}
+
+/// Moves the newest reusable record into `w.reclaimed` and deletes it from
+/// the GC. Returns `false` when no record is old enough.
+pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
+    if w.gc.root == 0 || w.loading_gc {
+        return Ok(false);
+    }
+    let (k, pages) = {
+        let src = AnySource::Write(w.source(map));
+        let mut c = RawCursor::new(src, w.gc);
+        let bound = key(w.gc_bound, u32::MAX);
+        let found = match c.seek(&bound)? {
+            Some((k, _)) if k == bound => c.current()?,
+            Some(_) => c.prev()?,
+            None => c.last()?,
+        };
+        let Some((k, v)) = found else {
+            return Ok(false);
+        };
+        match key_txnid(k) {
+            Some(t) if t <= w.gc_bound => {}
+            Some(_) => return Ok(false),
+            None => {
+                return Err(Error::corrupted(
+                    u64::from(w.gc.root),
+                    "GC key of wrong length",
+                ))
+            }
+        }
+        if v.len() % 4 != 0 {
+            return Err(Error::corrupted(
+                u64::from(w.gc.root),
+                "GC record length not a multiple of 4",
+            ));
+        }
+        let mut pages = Vec::with_capacity(v.len() / 4);
+        for i in 0..v.len() / 4 {
+            let p = rd32(v, 4 * i);
+            if p < META_PAGES || p >= w.file_pgno {
+                return Err(Error::corrupted(
+                    u64::from(p),
+                    "GC names a page outside the file",
+                ));
+            }
+            pages.push(p);
+        }
+        (k.to_vec(), pages)
+    };
+    w.reclaimed.extend_from_slice(&pages);
+    w.loading_gc = true;
+    let mut gc = w.gc;
+    let r = delete::delete(w, map, &mut gc, &k);
+    w.loading_gc = false;
+    w.gc = gc;
+    r?;
+    Ok(true)
+}
+
+/// Records this transaction's freed pages, and the reclaimed pages it did
+/// not use, under its txnid. Runs at commit; allocation meanwhile takes no
+/// further records, so the loop converges once the GC pages on the write
+/// path are dirty (after the first pass, at most a split or two later).
+pub(crate) fn save(w: &mut Writer, map: &Map) -> Result<()> {
+    w.committing = true;
+    let cap = chunk_capacity(w).max(1);
+    let mut saved: Vec<Vec<Pgno>> = Vec::new();
+    for _ in 0..64 {
+        let list: Vec<Pgno> = w.freed.iter().chain(w.reclaimed.iter()).copied().collect();
+        let chunks: Vec<Vec<Pgno>> = list.chunks(cap).map(<[Pgno]>::to_vec).collect();
+        for (i, c) in chunks.iter().enumerate() {
+            if saved.get(i) == Some(c) {
+                continue;
+            }
+            let mut v = Vec::with_capacity(4 * c.len());
+            for p in c {
+                v.extend_from_slice(&p.to_le_bytes());
+            }
+            let mut gc = w.gc;
+            let r = insert::put(w, map, &mut gc, &key(w.txnid, i as u32), &v);
+            w.gc = gc;
+            r?;
+        }
+        for i in chunks.len()..saved.len() {
+            let mut gc = w.gc;
+            let r = delete::delete(w, map, &mut gc, &key(w.txnid, i as u32));
+            w.gc = gc;
+            r?;
+        }
+        saved = chunks;
+        let now = w.freed.len() + w.reclaimed.len();
+        if now == list.len() && w.freed.iter().chain(w.reclaimed.iter()).eq(list.iter()) {
+            return Ok(());
+        }
+    }
+    Err(Error::corrupted(
+        u64::from(w.gc.root),
+        "GC record did not settle while saving the free list",
+    ))
+}

@@ -1,0 +1,557 @@
+//! Read and write transactions.
+
+pub(crate) mod commit;
+pub(crate) mod gc;
+pub(crate) mod writer;
+
+use std::cell::Cell;
+use std::ops::RangeBounds;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::MutexGuard;
+
+use crate::btree::{self, delete, free, insert, MapSource};
+use crate::cursor::{AnySource, Cursor, Iter};
+use crate::db::{check_name, Database, Stat};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::page::{DbRecord, MAX_VALUE};
+use writer::{NamedDb, Writer};
+
+thread_local! {
+    /// The reader slot this thread used last, per environment id: the next
+    /// read transaction tries it first (one compare-and-swap).
+    static SLOT_HINT: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// A small number naming the calling thread (for the reader table).
+fn thread_tag() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TAG: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TAG.with(|t| *t)
+}
+
+/// A read transaction: a consistent snapshot of the newest commit at the
+/// time it began (LMDB's read-only `MDB_txn`). Writers committing later do
+/// not change what it sees. Values borrow it: zero copy.
+///
+/// It holds a reader slot, which keeps the pages of its snapshot from
+/// being reused: end long-lived ones, or the file grows. `Send` and `Sync`.
+/// Writing through it is a compile error:
+///
+/// ```compile_fail
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+/// let r = env.read_txn().unwrap();
+/// r.put(env.main_db(), b"k", b"v"); // no `put` on RoTxn
+/// ```
+pub struct RoTxn<'env> {
+    env: &'env Env,
+    slot: u32,
+    txnid: u64,
+    src: MapSource<'env>,
+    catalog: DbRecord,
+    main: DbRecord,
+    gc: DbRecord,
+}
+
+impl<'env> RoTxn<'env> {
+    pub(crate) fn begin(env: &'env Env) -> Result<RoTxn<'env>> {
+        let lock = &env.lock;
+        let (uid, hint) = SLOT_HINT.with(Cell::get);
+        let slot = if uid == env.uid && lock.try_use_slot(hint, env.pid, env.uid) {
+            hint
+        } else {
+            let s = lock
+                .claim_slot(env.pid, env.uid, thread_tag())
+                .ok_or(Error::ReadersFull { max: lock.slots() })?;
+            SLOT_HINT.with(|h| h.set((env.uid, s)));
+            s
+        };
+        // Publish the snapshot's txnid, then check it is still the newest:
+        // a writer that starts after the check sees the slot (SeqCst on both
+        // sides), one that committed before it makes us retry.
+        let p = loop {
+            let p = lock.published();
+            lock.slot_txnid(slot).store(p.txnid, Ordering::SeqCst);
+            if lock.published_txnid() == p.txnid {
+                break p;
+            }
+        };
+        Ok(RoTxn {
+            env,
+            slot,
+            txnid: p.txnid,
+            src: MapSource {
+                map: &env.map,
+                layout: env.layout,
+                limit: p.next_pgno.min(u64::from(env.upper_pgno)) as u32,
+            },
+            catalog: DbRecord::from_words(&p.catalog),
+            main: DbRecord::from_words(&p.main),
+            gc: DbRecord::from_words(&p.gc),
+        })
+    }
+
+    /// Txnid of the snapshot.
+    pub fn txnid(&self) -> u64 {
+        self.txnid
+    }
+
+    pub(crate) fn next_pgno(&self) -> u64 {
+        u64::from(self.src.limit)
+    }
+
+    /// The tree of `db` in this snapshot.
+    fn tree(&self, db: Database) -> Result<DbRecord> {
+        match self.env.registry.name(db)? {
+            None => Ok(self.main),
+            Some(name) => lookup(self.src, &self.catalog, name),
+        }
+    }
+
+    /// The value of `key` in `db`, or `None`. Touches only the pages on
+    /// the root-to-leaf path and allocates nothing.
+    ///
+    /// Errors: [`Error::DbNotFound`] if `db` was dropped; [`Error::Corrupted`].
+    #[inline]
+    pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        let rec = if db.dbi == 0 {
+            self.main
+        } else {
+            self.tree(db)?
+        };
+        btree::get(self.src, &rec, key)
+    }
+
+    /// A cursor over `db`.
+    pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
+        Ok(Cursor::new(AnySource::Map(self.src), self.tree(db)?))
+    }
+
+    /// All entries of `db` in key order (`.rev()` for descending).
+    pub fn iter(&self, db: Database) -> Result<Iter<'_>> {
+        self.range(db, ..)
+    }
+
+    /// The entries of `db` whose keys fall in `range` (`..`, `a..b`,
+    /// `a..=b`, `a..`, `..b` over `&[u8]`), in key order; `.rev()` walks
+    /// them backwards.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// # let db = env.main_db();
+    /// # let mut w = env.write_txn().unwrap();
+    /// # for k in [&b"a"[..], b"b", b"c", b"d"] { w.put(db, k, b"").unwrap(); }
+    /// # w.commit().unwrap();
+    /// let r = env.read_txn().unwrap();
+    /// let keys: Vec<&[u8]> = r
+    ///     .range(db, &b"b"[..]..=&b"c"[..])
+    ///     .unwrap()
+    ///     .rev()
+    ///     .map(|e| e.unwrap().0)
+    ///     .collect();
+    /// assert_eq!(keys, [&b"c"[..], b"b"]);
+    /// ```
+    pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
+        Ok(Iter::new(AnySource::Map(self.src), self.tree(db)?, range))
+    }
+
+    /// Statistics of `db` in this snapshot.
+    pub fn stat(&self, db: Database) -> Result<Stat> {
+        Ok(Stat::from_record(&self.tree(db)?, self.env.page_size))
+    }
+
+    /// The handle of the named database `name` (registering it with the
+    /// environment), or `None` if it does not exist in this snapshot.
+    /// `None` as the name gives the main database.
+    pub fn open_db(&self, name: Option<&str>) -> Result<Option<Database>> {
+        let Some(name) = name else {
+            return Ok(Some(Database::MAIN));
+        };
+        check_name(name, self.env.layout.max_key)?;
+        match lookup(self.src, &self.catalog, name) {
+            Ok(_) => self.env.registry.handle(name).map(Some),
+            Err(Error::DbNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Names of the named databases, sorted bytewise.
+    pub fn list_dbs(&self) -> Result<Vec<String>> {
+        list(AnySource::Map(self.src), self.catalog)
+    }
+
+    /// Pages recorded in the GC tree of this snapshot.
+    pub(crate) fn gc_pages(&self) -> Result<u64> {
+        let mut c = crate::cursor::RawCursor::new(AnySource::Map(self.src), self.gc);
+        let mut n = 0;
+        let mut e = c.first()?;
+        while let Some((_, v)) = e {
+            n += v.len() as u64 / 4;
+            e = c.next()?;
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for RoTxn<'_> {
+    fn drop(&mut self) {
+        self.env.lock.release_slot(self.slot);
+    }
+}
+
+/// The record of named database `name` in the catalog `cat`.
+fn lookup<'a, S: btree::Source<'a>>(s: S, cat: &DbRecord, name: &str) -> Result<DbRecord> {
+    match btree::get(s, cat, name.as_bytes())? {
+        Some(v) => DbRecord::decode(v).ok_or_else(|| {
+            Error::corrupted(
+                u64::from(cat.root),
+                format!("catalog record of {name:?} is not 64 bytes"),
+            )
+        }),
+        None => Err(Error::DbNotFound { name: name.into() }),
+    }
+}
+
+/// Names in a catalog.
+fn list(s: AnySource<'_>, cat: DbRecord) -> Result<Vec<String>> {
+    let mut c = crate::cursor::RawCursor::new(s, cat);
+    let mut out = Vec::new();
+    let mut e = c.first()?;
+    while let Some((k, _)) = e {
+        out.push(String::from_utf8_lossy(k).into_owned());
+        e = c.next()?;
+    }
+    Ok(out)
+}
+
+/// The write transaction (LMDB's `MDB_txn` without `MDB_RDONLY`). One at a
+/// time per environment, across processes. Changes are visible to this
+/// transaction at once and to others after [`commit`](RwTxn::commit);
+/// dropping it without committing aborts.
+///
+/// A value read through it borrows it, so it cannot be held across a write:
+///
+/// ```compile_fail
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+/// let db = env.main_db();
+/// let mut w = env.write_txn().unwrap();
+/// let v = w.get(db, b"k").unwrap();
+/// w.put(db, b"k2", b"v").unwrap(); // error: `w` is borrowed by `v`
+/// drop(v);
+/// ```
+pub struct RwTxn<'env> {
+    env: &'env Env,
+    w: MutexGuard<'env, Writer>,
+    /// An operation failed after changing pages: the transaction can only abort.
+    broken: bool,
+    done: bool,
+}
+
+impl<'env> RwTxn<'env> {
+    pub(crate) fn begin(env: &'env Env) -> Result<RwTxn<'env>> {
+        if env.read_only {
+            return Err(Error::ReadOnly);
+        }
+        let mut w = env.writer.lock().unwrap_or_else(|e| e.into_inner());
+        env.lock.lock_writer()?;
+        w.reset();
+        let p = env.lock.published();
+        let ws = env.lock.writer_shared();
+        let last = p.txnid;
+        let mut bound = env.lock.oldest_reader().map_or(last, |o| o.min(last));
+        if env.durability != crate::Durability::NoSync {
+            // Keep the last durable commit intact until a newer one is.
+            bound = bound.min(ws.durable_txnid);
+        }
+        w.txnid = last + 1;
+        w.gc_bound = bound;
+        w.next_pgno = p.next_pgno as u32;
+        w.file_pgno = p.next_pgno as u32;
+        w.upper_pgno = env.upper_pgno;
+        w.gc = DbRecord::from_words(&p.gc);
+        w.catalog = DbRecord::from_words(&p.catalog);
+        w.main = DbRecord::from_words(&p.main);
+        Ok(RwTxn {
+            env,
+            w,
+            broken: false,
+            done: false,
+        })
+    }
+
+    /// Txnid this transaction will commit as.
+    pub fn txnid(&self) -> u64 {
+        self.w.txnid
+    }
+
+    fn src(&self) -> AnySource<'_> {
+        AnySource::Write(self.w.source(&self.env.map))
+    }
+
+    /// The tree of `db` as this transaction sees it.
+    fn tree(&self, db: Database) -> Result<DbRecord> {
+        let Some(name) = self.env.registry.name(db)? else {
+            return Ok(self.w.main);
+        };
+        match self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
+            Some(n) if n.exists => Ok(n.rec),
+            Some(_) => Err(Error::DbNotFound { name: name.into() }),
+            None => lookup(self.w.source(&self.env.map), &self.w.catalog, name),
+        }
+    }
+
+    /// Loads the state of named `db` for writing.
+    fn named(&mut self, db: Database) -> Result<&mut NamedDb> {
+        let name = self.env.registry.name(db)?.unwrap_or_default();
+        let i = db.dbi as usize;
+        if self.w.dbs.len() <= i {
+            self.w.dbs.resize(i + 1, None);
+        }
+        if self.w.dbs[i].is_none() {
+            let st = match lookup(self.w.source(&self.env.map), &self.w.catalog, name) {
+                Ok(rec) => NamedDb {
+                    rec,
+                    exists: true,
+                    dirty: false,
+                },
+                Err(Error::DbNotFound { .. }) => NamedDb {
+                    rec: DbRecord::default(),
+                    exists: false,
+                    dirty: false,
+                },
+                Err(e) => return Err(e),
+            };
+            self.w.dbs[i] = Some(st);
+        }
+        self.w.dbs[i]
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("database state missing".into()))
+    }
+
+    /// Runs a tree change on `db`'s record; marks the transaction broken if
+    /// it fails after changing pages.
+    fn change<T>(
+        &mut self,
+        db: Database,
+        f: impl FnOnce(&mut Writer, &crate::io::Map, &mut DbRecord) -> Result<T>,
+    ) -> Result<T> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let mut rec = if db.dbi == 0 {
+            self.w.main
+        } else {
+            let n = self.named(db)?;
+            if !n.exists {
+                let name = self.env.registry.name(db)?.unwrap_or_default();
+                return Err(Error::DbNotFound { name: name.into() });
+            }
+            n.rec
+        };
+        let before = rec;
+        let r = f(&mut self.w, &self.env.map, &mut rec);
+        match &r {
+            Ok(_) => {
+                if db.dbi == 0 {
+                    self.w.main = rec;
+                } else if rec != before {
+                    let n = self.named(db)?;
+                    n.rec = rec;
+                    n.dirty = true;
+                }
+            }
+            Err(e) if !e.leaves_txn_intact() => self.broken = true,
+            Err(_) => {}
+        }
+        r
+    }
+
+    /// The value of `key` in `db`, including this transaction's changes.
+    pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        let rec = self.tree(db)?;
+        btree::get(self.w.source(&self.env.map), &rec, key)
+    }
+
+    /// A cursor over `db`, seeing this transaction's changes.
+    pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
+        Ok(Cursor::new(self.src(), self.tree(db)?))
+    }
+
+    /// All entries of `db` in key order.
+    pub fn iter(&self, db: Database) -> Result<Iter<'_>> {
+        self.range(db, ..)
+    }
+
+    /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
+    pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
+        Ok(Iter::new(self.src(), self.tree(db)?, range))
+    }
+
+    /// Statistics of `db` as this transaction sees it.
+    pub fn stat(&self, db: Database) -> Result<Stat> {
+        Ok(Stat::from_record(&self.tree(db)?, self.env.page_size))
+    }
+
+    /// Names of the named databases, sorted bytewise.
+    pub fn list_dbs(&self) -> Result<Vec<String>> {
+        list(self.src(), self.w.catalog)
+    }
+
+    /// The handle of named database `name`, or `None` if it does not exist.
+    /// `None` as the name gives the main database.
+    pub fn open_db(&mut self, name: Option<&str>) -> Result<Option<Database>> {
+        let Some(name) = name else {
+            return Ok(Some(Database::MAIN));
+        };
+        check_name(name, self.env.layout.max_key)?;
+        let db = self.env.registry.handle(name)?;
+        Ok(self.named(db)?.exists.then_some(db))
+    }
+
+    /// The handle of named database `name`, creating it if missing (LMDB's
+    /// `mdb_dbi_open` with `MDB_CREATE`). `None` gives the main database.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a name of 0 or more than
+    /// `max_key_size` bytes; [`Error::DbsFull`].
+    pub fn create_db(&mut self, name: Option<&str>) -> Result<Database> {
+        let Some(name) = name else {
+            return Ok(Database::MAIN);
+        };
+        check_name(name, self.env.layout.max_key)?;
+        let db = self.env.registry.handle(name)?;
+        if self.named(db)?.exists {
+            return Ok(db);
+        }
+        let rec = DbRecord::default();
+        self.put_catalog(name, &rec)?;
+        let n = self.named(db)?;
+        *n = NamedDb {
+            rec,
+            exists: true,
+            dirty: false,
+        };
+        Ok(db)
+    }
+
+    fn put_catalog(&mut self, name: &str, rec: &DbRecord) -> Result<()> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let mut cat = self.w.catalog;
+        let r = insert::put(
+            &mut self.w,
+            &self.env.map,
+            &mut cat,
+            name.as_bytes(),
+            &rec.encode(),
+        );
+        match &r {
+            Ok(()) => self.w.catalog = cat,
+            Err(e) if !e.leaves_txn_intact() => self.broken = true,
+            Err(_) => {}
+        }
+        r
+    }
+
+    /// Inserts `key` with `value` into `db`, replacing any value it had.
+    ///
+    /// Errors, each leaving the transaction as it was:
+    /// [`Error::KeyTooLarge`] (over [`Env::max_key_size`]),
+    /// [`Error::ValueTooLarge`] (over [`Env::max_value_size`]),
+    /// [`Error::UpperBoundReached`], [`Error::DbNotFound`].
+    pub fn put(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
+        let max = self.env.layout.max_key;
+        if key.len() > max {
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max,
+            });
+        }
+        if value.len() > MAX_VALUE {
+            return Err(Error::ValueTooLarge {
+                len: value.len(),
+                max: MAX_VALUE,
+            });
+        }
+        self.change(db, |w, map, rec| insert::put(w, map, rec, key, value))
+    }
+
+    /// Deletes `key` from `db`; returns whether it was there.
+    pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
+        if key.len() > self.env.layout.max_key {
+            return Ok(false);
+        }
+        self.change(db, |w, map, rec| delete::delete(w, map, rec, key))
+    }
+
+    /// Removes every entry of `db` (LMDB's `mdb_drop(.., 0)`).
+    pub fn clear_db(&mut self, db: Database) -> Result<()> {
+        self.change(db, |w, map, rec| free::free_tree(w, map, rec))
+    }
+
+    /// Deletes the named database `db` and its entries (LMDB's
+    /// `mdb_drop(.., 1)`); later use of the handle gives
+    /// [`Error::DbNotFound`] until it is created again. On the main
+    /// database this is [`clear_db`](RwTxn::clear_db).
+    pub fn drop_db(&mut self, db: Database) -> Result<()> {
+        self.clear_db(db)?;
+        let Some(name) = self.env.registry.name(db)? else {
+            return Ok(());
+        };
+        let mut cat = self.w.catalog;
+        let r = delete::delete(&mut self.w, &self.env.map, &mut cat, name.as_bytes());
+        match &r {
+            Ok(_) => self.w.catalog = cat,
+            Err(e) if !e.leaves_txn_intact() => self.broken = true,
+            Err(_) => {}
+        }
+        r?;
+        let n = self.named(db)?;
+        *n = NamedDb {
+            rec: DbRecord::default(),
+            exists: false,
+            dirty: false,
+        };
+        Ok(())
+    }
+
+    /// Commits: after it returns, new read transactions see the changes,
+    /// and (in [`Durability::Durable`](crate::Durability::Durable) mode)
+    /// they survive a crash.
+    ///
+    /// Errors: [`Error::DiskFull`], [`Error::Io`], [`Error::UpperBoundReached`],
+    /// [`Error::BadTxn`] if an earlier operation failed. On error nothing
+    /// of this transaction is visible or durable.
+    pub fn commit(mut self) -> Result<()> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let r = commit::commit(self.env, &mut self.w);
+        self.finish();
+        r
+    }
+
+    /// Discards every change (also done when the transaction is dropped).
+    pub fn abort(mut self) {
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.w.reset();
+            self.env.lock.unlock_writer();
+        }
+    }
+}
+
+impl Drop for RwTxn<'_> {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

@@ -1,0 +1,294 @@
+//! The write transaction's working state: dirty pages, the page allocator
+//! and copy-on-write. It lives in the environment behind the writer mutex
+//! and is reused from one write transaction to the next, so its buffers
+//! (dirty pages, free lists) are allocated once, not per operation.
+//!
+//! Invariant (the soundness argument for handing out `&[u8]` into the map):
+//! the writer never writes a page reachable from a snapshot that a reader
+//! may hold. It writes only dirty pages, and a dirty page's number comes
+//! either from past the end of the file or from the GC, where it was
+//! recorded as freed by a transaction no older than every live reader's
+//! snapshot (see [`Writer::gc_bound`]).
+
+use rustc_hash::FxHashMap;
+
+use crate::btree::Source;
+use crate::error::{Error, Result};
+use crate::io::Map;
+use crate::page::{self, DbRecord, Kind, Layout, LeafValue, Page, Pgno};
+
+/// State of the named databases touched by a write transaction.
+#[derive(Clone, Debug)]
+pub(crate) struct NamedDb {
+    /// The tree as this transaction sees it.
+    pub rec: DbRecord,
+    /// Whether the database exists (false after `drop_db`).
+    pub exists: bool,
+    /// Whether `rec` changed and must be written to the catalog at commit.
+    pub dirty: bool,
+}
+
+/// The writer's reusable state.
+pub(crate) struct Writer {
+    pub layout: Layout,
+    /// Txnid of the transaction under way.
+    pub txnid: u64,
+    /// Dirty pages by number: one page, or a whole overflow run.
+    pub dirty: FxHashMap<Pgno, Box<[u8]>>,
+    /// Spare one-page buffers.
+    pool: Vec<Box<[u8]>>,
+    /// Pages freed by this transaction that older snapshots may still read:
+    /// recorded in the GC under `txnid` at commit.
+    pub freed: Vec<Pgno>,
+    /// Free pages this transaction may use now.
+    pub reclaimed: Vec<Pgno>,
+    /// First page number past the allocated pages.
+    pub next_pgno: Pgno,
+    /// Pages below this number exist in the file (the published
+    /// `next_pgno` at begin); clean pages at or above it cannot exist.
+    pub file_pgno: Pgno,
+    /// The geometry's upper bound, pages.
+    pub upper_pgno: Pgno,
+    /// GC records of transactions `<=` this bound hold reusable pages.
+    pub gc_bound: u64,
+    /// Set while commit saves the GC: allocation then stops loading records.
+    pub committing: bool,
+    /// Set while a GC record is being deleted after loading it.
+    pub loading_gc: bool,
+    pub gc: DbRecord,
+    pub catalog: DbRecord,
+    pub main: DbRecord,
+    /// Named databases by handle index (index 0, the main db, unused).
+    pub dbs: Vec<Option<NamedDb>>,
+    /// Scratch buffer for building nodes.
+    pub scratch: Vec<u8>,
+}
+
+impl Writer {
+    pub(crate) fn new(layout: Layout) -> Writer {
+        Writer {
+            layout,
+            txnid: 0,
+            dirty: FxHashMap::default(),
+            pool: Vec::new(),
+            freed: Vec::new(),
+            reclaimed: Vec::new(),
+            next_pgno: 0,
+            file_pgno: 0,
+            upper_pgno: 0,
+            gc_bound: 0,
+            committing: false,
+            loading_gc: false,
+            gc: DbRecord::default(),
+            catalog: DbRecord::default(),
+            main: DbRecord::default(),
+            dbs: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Drops all uncommitted state, keeping buffers for reuse.
+    pub(crate) fn reset(&mut self) {
+        let psize = self.layout.psize;
+        for (_, b) in self.dirty.drain() {
+            if b.len() == psize && self.pool.len() < 4096 {
+                self.pool.push(b);
+            }
+        }
+        self.freed.clear();
+        self.reclaimed.clear();
+        self.dbs.clear();
+        self.committing = false;
+    }
+
+    /// The read view of this transaction.
+    pub(crate) fn source<'a>(&'a self, map: &'a Map) -> WSource<'a> {
+        WSource { w: self, map }
+    }
+
+    /// Mutable bytes of dirty page `pgno`.
+    pub(crate) fn dirty_mut(&mut self, pgno: Pgno) -> Result<&mut [u8]> {
+        self.dirty
+            .get_mut(&pgno)
+            .map(|b| &mut b[..])
+            .ok_or_else(|| Error::corrupted(u64::from(pgno), "page expected dirty is not"))
+    }
+
+    pub(crate) fn is_dirty(&self, pgno: Pgno) -> bool {
+        self.dirty.contains_key(&pgno)
+    }
+
+    /// A one-page buffer, from the pool when possible.
+    pub(crate) fn buffer(&mut self) -> Box<[u8]> {
+        self.pool
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.layout.psize].into_boxed_slice())
+    }
+
+    /// Returns a buffer to the pool.
+    pub(crate) fn recycle(&mut self, b: Box<[u8]>) {
+        if b.len() == self.layout.psize && self.pool.len() < 4096 {
+            self.pool.push(b);
+        }
+    }
+
+    /// Allocates `n` contiguous page numbers: from the reclaimed free pages,
+    /// then from the GC, then from the end of the file.
+    pub(crate) fn alloc(&mut self, map: &Map, n: usize) -> Result<Pgno> {
+        loop {
+            if n == 1 {
+                if let Some(p) = self.reclaimed.pop() {
+                    return Ok(p);
+                }
+            } else if let Some(p) = take_run(&mut self.reclaimed, n) {
+                return Ok(p);
+            }
+            if self.committing || !crate::txn::gc::load_record(self, map)? {
+                break;
+            }
+        }
+        let p = self.next_pgno;
+        let end = u64::from(p) + n as u64;
+        if end > u64::from(self.upper_pgno) {
+            return Err(Error::UpperBoundReached {
+                upper: u64::from(self.upper_pgno) * self.layout.psize as u64,
+            });
+        }
+        self.next_pgno = end as Pgno;
+        Ok(p)
+    }
+
+    /// Makes sure `pages` pages can be allocated, `run` of them contiguous
+    /// (an overflow run, taken from the end of the file), loading GC records
+    /// as needed. Operations call this before changing anything, so that
+    /// running out of space fails cleanly.
+    pub(crate) fn reserve(&mut self, map: &Map, pages: usize, run: usize) -> Result<()> {
+        loop {
+            let tail = u64::from(self.upper_pgno.saturating_sub(self.next_pgno));
+            if self.reclaimed.len() as u64 + tail >= pages as u64 && tail >= run as u64 {
+                return Ok(());
+            }
+            if self.committing || !crate::txn::gc::load_record(self, map)? {
+                return Err(Error::UpperBoundReached {
+                    upper: u64::from(self.upper_pgno) * self.layout.psize as u64,
+                });
+            }
+        }
+    }
+
+    /// Allocates a fresh dirty page of `kind`.
+    pub(crate) fn new_page(&mut self, map: &Map, kind: Kind) -> Result<Pgno> {
+        let pgno = self.alloc(map, 1)?;
+        let mut b = self.buffer();
+        page::init(&mut b, pgno, kind, self.txnid);
+        self.dirty.insert(pgno, b);
+        Ok(pgno)
+    }
+
+    /// Frees `n` pages starting at `pgno`. A page this transaction wrote is
+    /// reusable at once; an older one only once no snapshot can see it.
+    pub(crate) fn free(&mut self, pgno: Pgno, n: usize) {
+        if let Some(b) = self.dirty.remove(&pgno) {
+            self.recycle(b);
+            self.reclaimed.extend((0..n as Pgno).map(|i| pgno + i));
+        } else {
+            self.freed.extend((0..n as Pgno).map(|i| pgno + i));
+        }
+    }
+
+    /// Copy-on-write: makes page `pgno` dirty, returning its (possibly new)
+    /// number. The old page is freed; the caller updates the parent's
+    /// pointer when the number changed.
+    pub(crate) fn touch(&mut self, map: &Map, pgno: Pgno) -> Result<Pgno> {
+        if self.dirty.contains_key(&pgno) {
+            return Ok(pgno);
+        }
+        let new = self.alloc(map, 1)?;
+        let mut b = self.buffer();
+        {
+            let src = self.source(map).page(pgno)?;
+            b.copy_from_slice(src.bytes());
+        }
+        page::set_identity(&mut b, new, self.txnid);
+        self.dirty.insert(new, b);
+        self.freed.push(pgno);
+        Ok(new)
+    }
+
+    /// Writes `value` into a new overflow run; returns (first page, checksum).
+    pub(crate) fn write_overflow(&mut self, map: &Map, value: &[u8]) -> Result<(Pgno, u64)> {
+        let psize = self.layout.psize;
+        let n = self.layout.overflow_pages(value.len());
+        let pgno = self.alloc(map, n)?;
+        let mut b = if n == 1 {
+            self.buffer()
+        } else {
+            vec![0u8; n * psize].into_boxed_slice()
+        };
+        page::init_overflow(&mut b, pgno, n as u32, self.txnid);
+        b[page::HDR..page::HDR + value.len()].copy_from_slice(value);
+        b[page::HDR + value.len()..].fill(0);
+        let sum = xxhash_rust::xxh3::xxh3_64(&b);
+        self.dirty.insert(pgno, b);
+        Ok((pgno, sum))
+    }
+}
+
+/// Removes a run of `n` consecutive page numbers from `list`, if it holds one.
+fn take_run(list: &mut Vec<Pgno>, n: usize) -> Option<Pgno> {
+    if list.len() < n {
+        return None;
+    }
+    list.sort_unstable_by(|a, b| b.cmp(a));
+    // Descending order: a run p, p+1, .., p+n-1 sits at i+n-1 .. i.
+    let mut i = 0;
+    while i + n <= list.len() {
+        let hi = list[i];
+        let lo = list[i + n - 1];
+        if hi - lo == (n - 1) as Pgno {
+            list.drain(i..i + n);
+            return Some(lo);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The write transaction's read view: dirty pages first, then the map.
+#[derive(Clone, Copy)]
+pub(crate) struct WSource<'a> {
+    w: &'a Writer,
+    map: &'a Map,
+}
+
+impl<'a> Source<'a> for WSource<'a> {
+    #[inline]
+    fn page(self, pgno: Pgno) -> Result<Page<'a>> {
+        match self.w.dirty.get(&pgno) {
+            Some(b) => Page::new(&b[..self.w.layout.psize], pgno),
+            None => crate::btree::map_page(self.map, &self.w.layout, self.w.file_pgno, pgno),
+        }
+    }
+
+    fn value(self, v: LeafValue<'a>) -> Result<&'a [u8]> {
+        match v {
+            LeafValue::Inline(b) => Ok(b),
+            LeafValue::Overflow { pgno, len, .. } => match self.w.dirty.get(&pgno) {
+                Some(b) => {
+                    let n = self.w.layout.overflow_pages(len);
+                    page::check_overflow(b, pgno, n)?;
+                    b.get(page::HDR..page::HDR + len).ok_or_else(|| {
+                        Error::corrupted(u64::from(pgno), "overflow value past its run")
+                    })
+                }
+                None => crate::btree::map_overflow(
+                    self.map,
+                    &self.w.layout,
+                    self.w.file_pgno,
+                    pgno,
+                    len,
+                ),
+            },
+        }
+    }
+}
