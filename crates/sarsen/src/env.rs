@@ -106,6 +106,7 @@ pub struct EnvOptions {
     max_readers: u32,
     max_dbs: u32,
     read_only: bool,
+    boot_id: Option<[u8; 16]>,
 }
 
 impl Default for EnvOptions {
@@ -119,6 +120,7 @@ impl Default for EnvOptions {
             max_readers: 126,
             max_dbs: 128,
             read_only: false,
+            boot_id: None,
         }
     }
 }
@@ -186,6 +188,15 @@ impl EnvOptions {
     /// [`Error::ReadOnly`]. The file must exist.
     pub fn read_only(mut self, yes: bool) -> Self {
         self.read_only = yes;
+        self
+    }
+
+    /// Test hook: open as if the OS had this boot id, so a test can make
+    /// open treat the last session as ended by a system crash (and verify
+    /// or roll back unsynced commits). Not part of the stable API.
+    #[doc(hidden)]
+    pub fn assume_boot_id(mut self, id: [u8; 16]) -> Self {
+        self.boot_id = Some(id);
         self
     }
 
@@ -284,7 +295,7 @@ impl Env {
         };
         let file = DataFile::open(&data_path, o.read_only, true)?;
         let (lock, opened) = LockFile::open(&lock_path, o.max_readers)?;
-        let boot_id = boot_id();
+        let boot_id = o.boot_id.unwrap_or_else(boot_id);
         if file.len()? == 0 {
             if o.read_only {
                 return Err(Error::InvalidArgument(

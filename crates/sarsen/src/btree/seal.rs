@@ -22,40 +22,37 @@ pub(crate) fn seal(w: &mut Writer, rec: &mut DbRecord) -> Result<()> {
 }
 
 fn seal_page(w: &mut Writer, pgno: Pgno) -> Result<u64> {
-    let n = Page::new(w.dirty_mut(pgno)?, pgno)?.len();
-    let leaf = Page::new(w.dirty_mut(pgno)?, pgno)?.is_leaf();
-    for i in 0..n {
-        if leaf {
-            let b = w.dirty_mut(pgno)?;
-            let nd = Page::new(b, pgno)?.leaf(i)?;
-            if let LeafValue::Overflow {
-                pgno: run, cksum, ..
-            } = nd.value
-            {
-                let fresh = w.is_dirty(run);
-                let b = w.dirty_mut(pgno)?;
-                let flags = nd_flags(b, pgno, i)? & !FRESH;
-                node::set_leaf_overflow(
-                    edit::node_mut(b, i),
-                    cksum,
-                    if fresh { flags | FRESH } else { flags },
-                );
-            }
-        } else {
-            let b = w.dirty_mut(pgno)?;
-            let nd = Page::new(b, pgno)?.branch(i)?;
-            let (child, old_sum, flags) = (nd.child, nd.cksum, nd.flags & !FRESH);
-            let (sum, flags) = if w.is_dirty(child) {
-                (seal_page(w, child)?, flags | FRESH)
+    // One pass to find the nodes that link to other pages; leaves without
+    // overflow values (the common case) need no change before hashing.
+    let mut links: Vec<(usize, Pgno, u64, u8)> = Vec::new();
+    let leaf = {
+        let b = w.dirty.get(&pgno).map(|b| &b[..]).unwrap_or(&[]);
+        let p = Page::new(b, pgno)?;
+        for i in 0..p.len() {
+            if p.is_leaf() {
+                let nd = p.leaf(i)?;
+                if let LeafValue::Overflow {
+                    pgno: run, cksum, ..
+                } = nd.value
+                {
+                    links.push((i, run, cksum, nd.flags));
+                }
             } else {
-                (old_sum, flags)
-            };
-            node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), child, sum, flags);
+                let nd = p.branch(i)?;
+                links.push((i, nd.child, nd.cksum, nd.flags));
+            }
+        }
+        p.is_leaf()
+    };
+    for (i, target, sum, flags) in links {
+        let fresh = w.is_dirty(target);
+        let flags = if fresh { flags | FRESH } else { flags & !FRESH };
+        if leaf {
+            node::set_leaf_overflow(edit::node_mut(w.dirty_mut(pgno)?, i), sum, flags);
+        } else {
+            let sum = if fresh { seal_page(w, target)? } else { sum };
+            node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), target, sum, flags);
         }
     }
     Ok(xxhash_rust::xxh3::xxh3_64(w.dirty_mut(pgno)?))
-}
-
-fn nd_flags(b: &[u8], pgno: Pgno, i: usize) -> Result<u8> {
-    Ok(Page::new(b, pgno)?.leaf(i)?.flags)
 }

@@ -137,10 +137,10 @@ fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
     env.file.read_at(&mut old, off)?;
     let mut buf = [0u8; META_LEN];
     m.encode(&mut buf);
-    let r =
-        env.file
-            .write_at(&buf, off)
-            .and_then(|_| if sync { env.file.sync_data() } else { Ok(()) });
+    let r = env
+        .file
+        .write_at(&buf, off)
+        .and_then(|_| if sync { env.file.sync_data() } else { Ok(()) });
     if r.is_err() {
         let _ = env.file.write_at(&old, off);
     }

@@ -1,0 +1,128 @@
+//! Crash fallback of one-sync durable commits and of unsynced commits,
+//! simulated by damaging the file and reopening "after a reboot".
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use sarsen::{Durability, EnvOptions};
+
+const OTHER_BOOT: [u8; 16] = [0xAB; 16];
+
+fn open(dir: &Path, d: Durability, boot: Option<[u8; 16]>) -> sarsen::Env {
+    let mut o = EnvOptions::new().durability(d);
+    if let Some(b) = boot {
+        o = o.assume_boot_id(b);
+    }
+    unsafe { o.open(dir) }.unwrap()
+}
+
+fn contents(env: &sarsen::Env) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let r = env.read_txn().unwrap();
+    r.iter(env.main_db())
+        .unwrap()
+        .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+        .collect()
+}
+
+/// Pages of the data file whose header says they were written by `txnid`.
+fn pages_of(dir: &Path, txnid: u64) -> Vec<u64> {
+    let data = std::fs::read(dir.join("data.sdb")).unwrap();
+    data.chunks(4096)
+        .enumerate()
+        .skip(3)
+        .filter(|(_, p)| {
+            p.len() >= 16 && u64::from_le_bytes(p[8..16].try_into().unwrap()) == txnid && p[4] != 0
+        })
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
+fn write_two_commits(
+    dir: &Path,
+    d: Durability,
+) -> (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>, u64) {
+    let env = open(dir, d, None);
+    let db = env.main_db();
+    let mut w = env.write_txn().unwrap();
+    for i in 0..5000u32 {
+        w.put(db, format!("key{i:06}").as_bytes(), &[i as u8; 50])
+            .unwrap();
+    }
+    w.commit().unwrap();
+    if d != Durability::Durable {
+        env.sync().unwrap();
+    }
+    let first = contents(&env);
+    let mut w = env.write_txn().unwrap();
+    let second_txnid = w.txnid();
+    for i in (0..5000u32).step_by(7) {
+        w.put(db, format!("key{i:06}").as_bytes(), b"changed")
+            .unwrap();
+    }
+    w.put(db, b"big", &vec![9u8; 20000]).unwrap();
+    w.commit().unwrap();
+    let second = contents(&env);
+    assert_ne!(first, second);
+    // Leave without a clean sync, as a crash would.
+    std::mem::forget(env);
+    (first, second, second_txnid)
+}
+
+#[test]
+fn torn_durable_commit_falls_back_to_previous() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, _second, t2) = write_two_commits(dir.path(), Durability::Durable);
+    let pages = pages_of(dir.path(), t2);
+    assert!(!pages.is_empty());
+    // Simulate a lost write: one page of the newest commit never hit the disk.
+    let f = OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("data.sdb"))
+        .unwrap();
+    f.write_all_at(&[0x5a; 4096], pages[pages.len() / 2] * 4096)
+        .unwrap();
+    drop(f);
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::Durable, Some(OTHER_BOOT));
+    assert_eq!(
+        contents(&env),
+        first,
+        "must roll back to the intact previous commit"
+    );
+    assert_eq!(env.info().unwrap().last_txnid, t2 - 1);
+    // And it stays writable, and the rejected commit never comes back.
+    let mut w = env.write_txn().unwrap();
+    w.put(env.main_db(), b"after", b"crash").unwrap();
+    w.commit().unwrap();
+    drop(env);
+    let env = open(dir.path(), Durability::Durable, Some([0xCD; 16]));
+    let mut want = first.clone();
+    want.insert(b"after".to_vec(), b"crash".to_vec());
+    assert_eq!(contents(&env), want);
+}
+
+#[test]
+fn intact_durable_commit_survives_reboot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_first, second, _) = write_two_commits(dir.path(), Durability::Durable);
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::Durable, Some(OTHER_BOOT));
+    assert_eq!(contents(&env), second);
+}
+
+#[test]
+fn safe_no_sync_rolls_back_to_last_sync_after_reboot_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second, _) = write_two_commits(dir.path(), Durability::SafeNoSync);
+    // Same boot (a process crash): the OS kept the writes; nothing is lost.
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::SafeNoSync, None);
+    assert_eq!(contents(&env), second);
+    std::mem::forget(env);
+    // After a reboot the unsynced commit is not trusted.
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::SafeNoSync, Some(OTHER_BOOT));
+    assert_eq!(contents(&env), first);
+}
