@@ -253,6 +253,9 @@ pub struct Env {
     pub(crate) boot_id: [u8; 16],
     pub(crate) registry: Registry,
     pub(crate) writer: Mutex<Writer>,
+    /// File length as last seen by this process's writer, bytes (saves an
+    /// `fstat` per commit; refreshed whenever the file looks too short).
+    pub(crate) file_len: AtomicU64,
 }
 
 /// A meta page found at open, with its slot.
@@ -334,6 +337,7 @@ impl Env {
             boot_id,
             registry: Registry::new(o.max_dbs),
             writer: Mutex::new(Writer::new(layout)),
+            file_len: AtomicU64::new(0),
         };
         if let Opened::First = opened {
             env.recover(&metas)?;

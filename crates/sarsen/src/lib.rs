@@ -49,3 +49,8 @@ pub use db::{Database, Stat};
 pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
 pub use error::{Error, Result};
 pub use txn::{RoTxn, RwTxn};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

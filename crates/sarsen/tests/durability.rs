@@ -8,6 +8,8 @@ use std::path::Path;
 
 use sarsen::{Durability, EnvOptions};
 
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
 const OTHER_BOOT: [u8; 16] = [0xAB; 16];
 
 fn open(dir: &Path, d: Durability, boot: Option<[u8; 16]>) -> sarsen::Env {
@@ -18,7 +20,7 @@ fn open(dir: &Path, d: Durability, boot: Option<[u8; 16]>) -> sarsen::Env {
     unsafe { o.open(dir) }.unwrap()
 }
 
-fn contents(env: &sarsen::Env) -> BTreeMap<Vec<u8>, Vec<u8>> {
+fn contents(env: &sarsen::Env) -> Model {
     let r = env.read_txn().unwrap();
     r.iter(env.main_db())
         .unwrap()
@@ -39,10 +41,7 @@ fn pages_of(dir: &Path, txnid: u64) -> Vec<u64> {
         .collect()
 }
 
-fn write_two_commits(
-    dir: &Path,
-    d: Durability,
-) -> (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>, u64) {
+fn write_two_commits(dir: &Path, d: Durability) -> (Model, Model, u64) {
     let env = open(dir, d, None);
     let db = env.main_db();
     let mut w = env.write_txn().unwrap();

@@ -99,8 +99,9 @@ fn merge_with_sibling(
         set_child(w, ppg, li, newl)?;
     }
     let lb = w.dirty_mut(newl)?;
-    let mut at = Page::new(lb, newl)?.len();
+    let base = Page::new(lb, newl)?.len();
     for k in 0..rp.len() {
+        let at = base + k;
         let ok = if kind == Kind::Branch && k == 0 {
             let b = rp.branch(0)?;
             edit::insert_raw(lb, at, &branch_node(&sep, b.child, b.cksum, b.flags))
@@ -110,7 +111,6 @@ fn merge_with_sibling(
         if !ok {
             return Err(Error::corrupted(u64::from(rpg), "merged page overflows"));
         }
-        at += 1;
     }
     let pb = w.dirty_mut(ppg)?;
     let len = Page::new(pb, ppg)?.branch(ri)?.stored_len();

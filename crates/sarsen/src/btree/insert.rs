@@ -8,7 +8,7 @@
 use super::{descend, Path, Source};
 use crate::error::{Error, Result};
 use crate::io::Map;
-use crate::page::node::{self, BranchNode, LeafValue};
+use crate::page::node::{self, BranchNode, LeafValue, FRESH};
 use crate::page::{edit, DbRecord, Kind, Page, Pgno, HDR};
 use crate::txn::writer::Writer;
 
@@ -59,7 +59,8 @@ pub(crate) fn put(
     let mut scratch = std::mem::take(&mut w.scratch);
     scratch.clear();
     scratch.resize(node::leaf_len(key.len(), val.len(), big), 0);
-    node::write_leaf(&mut scratch, key, &value, 0);
+    // A new overflow run is dirty: its reference is FRESH.
+    node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { 0 });
     let r = insert_node(w, map, rec, &path, path.len - 1, leaf.idx, &scratch);
     w.scratch = scratch;
     r?;
@@ -145,11 +146,12 @@ pub(crate) fn touch_path(
     Ok(())
 }
 
-/// Points node `idx` of dirty branch `pgno` at `child` (checksum filled at commit).
+/// Points node `idx` of dirty branch `pgno` at the dirty page `child`
+/// (marked `FRESH`; the checksum is filled in at commit).
 pub(crate) fn set_child(w: &mut Writer, pgno: Pgno, idx: usize, child: Pgno) -> Result<()> {
     let b = w.dirty_mut(pgno)?;
     Page::new(b, pgno)?.branch(idx)?;
-    node::set_branch_child(edit::node_mut(b, idx), child, 0, 0);
+    node::set_branch_child(edit::node_mut(b, idx), child, 0, FRESH);
     Ok(())
 }
 
@@ -267,7 +269,7 @@ fn split(
         Kind::Leaf => rec.leaf_pages += 1,
         _ => rec.branch_pages += 1,
     }
-    let link = branch_node(&sep, right, 0, 0);
+    let link = branch_node(&sep, right, 0, FRESH);
     if level == 0 {
         new_root(w, map, rec, pg, &link)
     } else {
@@ -319,7 +321,7 @@ fn new_root(w: &mut Writer, map: &Map, rec: &mut DbRecord, left: Pgno, link: &[u
     }
     let root = w.new_page(map, Kind::Branch)?;
     let b = w.dirty_mut(root)?;
-    edit::insert_raw(b, 0, &branch_node(&[], left, 0, 0));
+    edit::insert_raw(b, 0, &branch_node(&[], left, 0, FRESH));
     edit::insert_raw(b, 1, link);
     rec.root = root;
     rec.depth += 1;

@@ -6,9 +6,9 @@
 //! rewrote. The `FRESH` flag marks a child written by the same commit, so
 //! that open can verify exactly the pages of the newest commit.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::page::node::{self, FRESH};
-use crate::page::{edit, DbRecord, LeafValue, Page, Pgno};
+use crate::page::{edit, DbRecord, Page, Pgno};
 use crate::txn::writer::Writer;
 
 /// Computes the checksums of the dirty part of `rec` and stamps the root's.
@@ -21,38 +21,39 @@ pub(crate) fn seal(w: &mut Writer, rec: &mut DbRecord) -> Result<()> {
     Ok(())
 }
 
+/// Hashes dirty page `pgno` after sealing the dirty pages below it. The
+/// writer keeps `FRESH` exact on dirty pages (set on every link it points
+/// at a dirty page, cleared when it copies an older page), so only `FRESH`
+/// links are followed: the cost is the dirty pages, not their fan-out.
 fn seal_page(w: &mut Writer, pgno: Pgno) -> Result<u64> {
-    // One pass to find the nodes that link to other pages; leaves without
-    // overflow values (the common case) need no change before hashing.
-    let mut links: Vec<(usize, Pgno, u64, u8)> = Vec::new();
-    let leaf = {
+    let mut links: Vec<(usize, Pgno)> = Vec::new();
+    {
         let b = w.dirty.get(&pgno).map(|b| &b[..]).unwrap_or(&[]);
         let p = Page::new(b, pgno)?;
-        for i in 0..p.len() {
-            if p.is_leaf() {
-                let nd = p.leaf(i)?;
-                if let LeafValue::Overflow {
-                    pgno: run, cksum, ..
-                } = nd.value
-                {
-                    links.push((i, run, cksum, nd.flags));
-                }
-            } else {
+        if !p.is_leaf() {
+            for i in 0..p.len() {
                 let nd = p.branch(i)?;
-                links.push((i, nd.child, nd.cksum, nd.flags));
+                if nd.flags & FRESH != 0 {
+                    links.push((i, nd.child));
+                } else {
+                    debug_assert!(
+                        !w.is_dirty(nd.child),
+                        "dirty child {} without FRESH",
+                        nd.child
+                    );
+                }
             }
         }
-        p.is_leaf()
-    };
-    for (i, target, sum, flags) in links {
-        let fresh = w.is_dirty(target);
-        let flags = if fresh { flags | FRESH } else { flags & !FRESH };
-        if leaf {
-            node::set_leaf_overflow(edit::node_mut(w.dirty_mut(pgno)?, i), sum, flags);
-        } else {
-            let sum = if fresh { seal_page(w, target)? } else { sum };
-            node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), target, sum, flags);
+    }
+    for (i, child) in links {
+        if !w.is_dirty(child) {
+            return Err(Error::corrupted(
+                u64::from(pgno),
+                "FRESH link to a page not written by this commit",
+            ));
         }
+        let sum = seal_page(w, child)?;
+        node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), child, sum, FRESH);
     }
     Ok(xxhash_rust::xxh3::xxh3_64(w.dirty_mut(pgno)?))
 }

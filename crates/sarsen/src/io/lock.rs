@@ -103,6 +103,7 @@ impl LockFile {
             .read(true)
             .write(true)
             .create(true)
+            .truncate(false)
             .mode(0o644)
             .open(path)
             .map_err(|e| Error::io("open lock file", e))?;
@@ -191,7 +192,7 @@ impl LockFile {
     /// The 8-byte word at byte `off` of the mapping.
     fn word(&self, off: usize) -> &AtomicU64 {
         debug_assert!(
-            off % 8 == 0 && off + 8 <= self.len,
+            off.is_multiple_of(8) && off + 8 <= self.len,
             "lock word out of range"
         );
         // SAFETY: in bounds and 8-aligned (the mapping is page-aligned);
@@ -203,7 +204,7 @@ impl LockFile {
     /// The 4-byte word at byte `off` of the mapping.
     fn word32(&self, off: usize) -> &AtomicU32 {
         debug_assert!(
-            off % 4 == 0 && off + 4 <= self.len,
+            off.is_multiple_of(4) && off + 4 <= self.len,
             "lock word out of range"
         );
         // SAFETY: as in `word`.
@@ -250,12 +251,12 @@ impl LockFile {
 
     /// Writer-only shared state. Call with the writer lock held.
     pub(crate) fn writer_shared(&self) -> WriterShared {
-        let mut w = WriterShared::default();
-        w.durable_txnid = self.word(232).load(Ordering::Acquire);
         let m = self.word(240).load(Ordering::Relaxed);
-        w.meta_current = m as u8;
-        w.meta_steady = (m >> 8) as u8;
-        w
+        WriterShared {
+            durable_txnid: self.word(232).load(Ordering::Acquire),
+            meta_current: m as u8,
+            meta_steady: (m >> 8) as u8,
+        }
     }
 
     /// Publishes a new snapshot and writer state (seqlock write side). Call

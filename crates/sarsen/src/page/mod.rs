@@ -374,6 +374,28 @@ pub(crate) mod edit {
         wr16(b, 16, (u - len) as u16);
     }
 
+    /// Clears the `FRESH` flag of every node of a page copied from an
+    /// older transaction (its links point at pages that are not dirty now).
+    /// Node offsets are checked: the copy may come from a damaged file.
+    pub(crate) fn clear_fresh(b: &mut [u8], pgno: Pgno) -> Result<()> {
+        let (n, leaf) = {
+            let p = Page::new(b, pgno)?;
+            (p.len(), p.is_leaf())
+        };
+        let flag_at = if leaf { 0 } else { 12 };
+        for i in 0..n {
+            let off = rd16(b, HDR + 2 * i) as usize + flag_at;
+            if off >= b.len() {
+                return Err(Error::corrupted(
+                    u64::from(pgno),
+                    "slot points outside the page",
+                ));
+            }
+            b[off] &= !node::FRESH;
+        }
+        Ok(())
+    }
+
     /// Mutable bytes of node `i` (from its start to the page end).
     pub(crate) fn node_mut(b: &mut [u8], i: usize) -> &mut [u8] {
         let off = rd16(b, HDR + 2 * i) as usize;

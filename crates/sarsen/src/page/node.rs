@@ -167,10 +167,3 @@ pub(crate) fn set_branch_child(d: &mut [u8], child: Pgno, cksum: u64, flags: u8)
     wr64(d, 4, cksum);
     d[12] = flags;
 }
-
-/// Sets the overflow checksum and flags of the `BIG` leaf node at the start of `d`.
-pub(crate) fn set_leaf_overflow(d: &mut [u8], cksum: u64, flags: u8) {
-    let klen = rd16(d, 2) as usize;
-    d[0] = flags | BIG;
-    wr64(d, LEAF_HDR + klen + 4, cksum);
-}

@@ -72,18 +72,61 @@ impl DbRecord {
         })
     }
 
-    /// As the eight words published in the lock file.
+    /// As the eight words published in the lock file (the same layout as
+    /// the encoded bytes, read as little-endian `u64`s).
     pub(crate) fn to_words(self) -> [u64; RECORD_WORDS] {
-        let b = self.encode();
-        std::array::from_fn(|i| rd64(&b, 8 * i))
+        [
+            u64::from(self.root) | u64::from(self.depth) << 32 | u64::from(self.flags) << 48,
+            self.root_cksum,
+            self.mod_txnid,
+            self.branch_pages,
+            self.leaf_pages,
+            self.overflow_pages,
+            self.entries,
+            self.sequence,
+        ]
     }
 
     /// From the eight words published in the lock file.
+    #[inline]
     pub(crate) fn from_words(w: &[u64; RECORD_WORDS]) -> DbRecord {
-        let mut b = [0u8; RECORD_LEN];
-        for (i, x) in w.iter().enumerate() {
-            wr64(&mut b, 8 * i, *x);
+        DbRecord {
+            root: w[0] as u32,
+            depth: (w[0] >> 32) as u16,
+            flags: (w[0] >> 48) as u16,
+            root_cksum: w[1],
+            mod_txnid: w[2],
+            branch_pages: w[3],
+            leaf_pages: w[4],
+            overflow_pages: w[5],
+            entries: w[6],
+            sequence: w[7],
         }
-        DbRecord::decode(&b).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_match_bytes() {
+        let r = DbRecord {
+            root: 0x1234_5678,
+            depth: 7,
+            flags: 0xbeef,
+            root_cksum: 1,
+            mod_txnid: 2,
+            branch_pages: 3,
+            leaf_pages: 4,
+            overflow_pages: 5,
+            entries: 6,
+            sequence: 8,
+        };
+        let b = r.encode();
+        let w: [u64; RECORD_WORDS] = std::array::from_fn(|i| rd64(&b, 8 * i));
+        assert_eq!(w, r.to_words());
+        assert_eq!(DbRecord::from_words(&w), r);
+        assert_eq!(DbRecord::decode(&b), Some(r));
     }
 }

@@ -14,6 +14,8 @@
 //! some pages are not; open then finds a checksum mismatch among the pages
 //! of T and falls back to T-1, whose pages T never overwrote.
 
+use std::sync::atomic::Ordering;
+
 use crate::btree::{insert, seal};
 use crate::env::{Durability, Env};
 use crate::error::{Error, Result};
@@ -62,14 +64,24 @@ pub(crate) fn commit(env: &Env, w: &mut Writer) -> Result<()> {
 fn grow(env: &Env, next_pgno: Pgno) -> Result<()> {
     let ps = u64::from(env.page_size);
     let need = u64::from(next_pgno) * ps;
+    if need <= env.file_len.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    // Another process may have grown it: never shrink on a stale length.
     let len = env.file.len()?;
     if need <= len {
+        env.file_len.store(len, Ordering::Relaxed);
         return Ok(());
     }
     let step = u64::from(env.growth_pgno) * ps;
-    let target = need.div_ceil(step) * step;
-    env.file
-        .set_len(target.min(u64::from(env.upper_pgno) * ps).max(need))
+    let target = need
+        .div_ceil(step)
+        .saturating_mul(step)
+        .min(u64::from(env.upper_pgno) * ps)
+        .max(need);
+    env.file.set_len(target)?;
+    env.file_len.store(target, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Writes the dirty pages in page-number order, one `pwritev` per run of

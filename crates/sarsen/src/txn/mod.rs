@@ -491,7 +491,7 @@ impl<'env> RwTxn<'env> {
 
     /// Removes every entry of `db` (LMDB's `mdb_drop(.., 0)`).
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
-        self.change(db, |w, map, rec| free::free_tree(w, map, rec))
+        self.change(db, free::free_tree)
     }
 
     /// Deletes the named database `db` and its entries (LMDB's

@@ -210,6 +210,10 @@ impl Writer {
             b.copy_from_slice(src.bytes());
         }
         page::set_identity(&mut b, new, self.txnid);
+        if let Err(e) = page::edit::clear_fresh(&mut b, new) {
+            self.recycle(b);
+            return Err(e);
+        }
         self.dirty.insert(new, b);
         self.freed.push(pgno);
         Ok(new)
