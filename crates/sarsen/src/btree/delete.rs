@@ -24,7 +24,8 @@ pub(crate) fn delete(w: &mut Writer, map: &Map, rec: &mut DbRecord, key: &[u8]) 
     if !found {
         return Ok(false);
     }
-    w.reserve(map, rec.depth as usize + 2, 0)?;
+    // The path, plus a sibling touched by a merge at every level above the leaf.
+    w.reserve(map, 2 * rec.depth as usize + 1, 0)?;
     touch_path(w, map, rec, &mut path)?;
     let leaf = path.leaf();
     remove_leaf_node(w, rec, leaf.pgno, leaf.idx)?;

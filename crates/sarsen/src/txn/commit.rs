@@ -163,8 +163,16 @@ fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
     let mut ws = env.lock.writer_shared();
     let prev = env.lock.published();
     let slot = next_slot(ws.meta_current, ws.meta_steady);
+    // One sync is enough only when every page this commit relies on, other
+    // than its own, was already durable: after unsynced commits, sync the
+    // data first and then the meta (two syncs, as LMDB).
+    let one_sync = ws.durable_txnid == prev.txnid;
+    if env.durability == Durability::Durable && !one_sync {
+        env.file.sync_data()?;
+    }
     let flags = match env.durability {
-        Durability::Durable => meta::STEADY | meta::ONE_SYNC,
+        Durability::Durable if one_sync => meta::STEADY | meta::ONE_SYNC,
+        Durability::Durable => meta::STEADY,
         Durability::NoMetaSync => meta::STEADY,
         Durability::SafeNoSync => 0,
         Durability::NoSync => meta::NO_SYNC,
