@@ -74,6 +74,7 @@ impl<'a> RawCursor<'a> {
     }
 
     /// The entry under the cursor.
+    #[inline]
     pub(crate) fn current(&self) -> Result<Option<Entry<'a>>> {
         if self.pos != Pos::At || self.depth == 0 {
             return Ok(None);
@@ -163,6 +164,7 @@ impl<'a> RawCursor<'a> {
     }
 
     /// Moves to the next entry.
+    #[inline]
     pub(crate) fn next(&mut self) -> Result<Option<Entry<'a>>> {
         match self.pos {
             Pos::Unset | Pos::BeforeStart => self.first(),
@@ -172,6 +174,7 @@ impl<'a> RawCursor<'a> {
     }
 
     /// Moves to the previous entry.
+    #[inline]
     pub(crate) fn prev(&mut self) -> Result<Option<Entry<'a>>> {
         match self.pos {
             Pos::Unset | Pos::PastEnd => self.last(),
@@ -181,6 +184,7 @@ impl<'a> RawCursor<'a> {
     }
 
     /// One entry forward or back from a positioned cursor, crossing leaves.
+    #[inline]
     fn step(&mut self, fwd: bool) -> Result<Option<Entry<'a>>> {
         loop {
             let top = self.depth - 1;
@@ -360,6 +364,7 @@ impl<'txn> Iter<'txn> {
         }
     }
 
+    #[inline]
     fn in_end(&self, k: &[u8]) -> bool {
         match &self.end {
             Bound::Unbounded => true,
@@ -368,6 +373,7 @@ impl<'txn> Iter<'txn> {
         }
     }
 
+    #[inline]
     fn in_start(&self, k: &[u8]) -> bool {
         match &self.start {
             Bound::Unbounded => true,
@@ -376,6 +382,7 @@ impl<'txn> Iter<'txn> {
         }
     }
 
+    #[inline]
     fn finish(&mut self, r: Result<Option<Entry<'txn>>>, fwd: bool) -> Option<Result<Entry<'txn>>> {
         match r {
             Err(e) => {
@@ -410,6 +417,7 @@ impl<'txn> Iter<'txn> {
 impl<'txn> Iterator for Iter<'txn> {
     type Item = Result<Entry<'txn>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;
@@ -425,6 +433,7 @@ impl<'txn> Iterator for Iter<'txn> {
 }
 
 impl DoubleEndedIterator for Iter<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         if self.done {
             return None;

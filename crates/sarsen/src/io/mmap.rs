@@ -43,9 +43,6 @@ impl Map {
         if p == libc::MAP_FAILED {
             return Err(Error::io("mmap", std::io::Error::last_os_error()));
         }
-        // Random access is the common pattern of a B+tree.
-        // SAFETY: advising on the range just mapped.
-        unsafe { libc::madvise(p, len, libc::MADV_RANDOM) };
         let ptr = NonNull::new(p as *mut u8)
             .ok_or_else(|| Error::io("mmap", std::io::Error::other("null mapping")))?;
         Ok(Map { ptr, len })

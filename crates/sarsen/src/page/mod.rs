@@ -133,6 +133,7 @@ pub(crate) struct Page<'a> {
 
 impl<'a> Page<'a> {
     /// Validates the header of the branch or leaf page `pgno` in `b`.
+    #[inline]
     pub(crate) fn new(b: &'a [u8], pgno: Pgno) -> Result<Page<'a>> {
         let bad = |what: &str| Err(Error::corrupted(u64::from(pgno), what));
         if b.len() < HDR + 4 {
@@ -175,13 +176,16 @@ impl<'a> Page<'a> {
     pub(crate) fn bytes(&self) -> &'a [u8] {
         self.b
     }
+    #[inline]
     pub(crate) fn kind(&self) -> Kind {
         self.kind
     }
+    #[inline]
     pub(crate) fn is_leaf(&self) -> bool {
         self.kind == Kind::Leaf
     }
     /// Number of nodes.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         self.n
     }
@@ -194,6 +198,7 @@ impl<'a> Page<'a> {
         self.b.len() - HDR - self.free()
     }
 
+    #[cold]
     fn err(&self, what: &str) -> Error {
         Error::corrupted(u64::from(self.pgno), what)
     }
@@ -235,22 +240,27 @@ impl<'a> Page<'a> {
         Ok(&self.b[off..off + len])
     }
 
-    /// Key of node `i`. Branch node 0 has an empty key standing for
-    /// "everything below the next key".
-    #[inline]
-    pub(crate) fn key(&self, i: usize) -> Result<&'a [u8]> {
-        match self.kind {
-            Kind::Leaf => Ok(self.leaf(i)?.key),
-            _ => Ok(self.branch(i)?.key),
+    /// The key of node `i` alone (the search hot path parses nothing
+    /// else): its length is at `len_at` in a node header of `hdr` bytes.
+    #[inline(always)]
+    fn key_at(&self, i: usize, len_at: usize, hdr: usize) -> Result<&'a [u8]> {
+        let off = self.node_off(i)?;
+        let b = self.b;
+        if off + hdr > b.len() {
+            return Err(self.err("node header overruns the page"));
         }
+        let klen = rd16(b, off + len_at) as usize;
+        b.get(off + hdr..off + hdr + klen)
+            .ok_or_else(|| self.err("key overruns the page"))
     }
 
     /// Leaf: the first index whose key is `>= key`, and whether it is equal.
+    #[inline]
     pub(crate) fn search_leaf(&self, key: &[u8]) -> Result<(usize, bool)> {
         let (mut lo, mut hi) = (0usize, self.n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.key(mid)?.cmp(key) {
+            match self.key_at(mid, 2, node::LEAF_HDR)?.cmp(key) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Equal => return Ok((mid, true)),
                 Ordering::Greater => hi = mid,
@@ -261,6 +271,7 @@ impl<'a> Page<'a> {
 
     /// Branch: the index of the child whose range holds `key` (the last node
     /// whose key is `<= key`; node 0 counts as less than every key).
+    #[inline]
     pub(crate) fn search_branch(&self, key: &[u8]) -> Result<usize> {
         if self.n == 0 {
             return Err(self.err("branch page without children"));
@@ -268,7 +279,7 @@ impl<'a> Page<'a> {
         let (mut lo, mut hi) = (1usize, self.n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.key(mid)?.cmp(key) {
+            match self.key_at(mid, 14, node::BRANCH_HDR)?.cmp(key) {
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(mid),
                 Ordering::Less => lo = mid + 1,
