@@ -5,9 +5,22 @@ use sarsen::{Env, EnvOptions};
 
 #[test]
 fn smoke_random_against_model() {
-    for ps in [512u32, 4096, 65536] {
+    for (ps, wm) in [
+        (512u32, false),
+        (4096, false),
+        (65536, false),
+        (512, true),
+        (4096, true),
+        (65536, true),
+    ] {
         let dir = tempfile::tempdir().unwrap();
-        let env = unsafe { EnvOptions::new().page_size(ps).open(dir.path()) }.unwrap();
+        let env = unsafe {
+            EnvOptions::new()
+                .page_size(ps)
+                .write_map(wm)
+                .open(dir.path())
+        }
+        .unwrap();
         let db = env.main_db();
         let mut model = BTreeMap::new();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);

@@ -26,7 +26,12 @@ impl Engine for SarsenEngine {
         };
         // SAFETY: the directory belongs to this benchmark; nothing but Sarsen (in this
         // process, the only one using it) modifies its files while they are mapped.
-        let env = unsafe { EnvOptions::new().durability(durability).open(dir)? };
+        let env = unsafe {
+            EnvOptions::new()
+                .durability(durability)
+                .write_map(durability == Durability::NoSync)
+                .open(dir)?
+        };
         let db = env.main_db();
         Ok(SarsenEngine { env, db })
     }

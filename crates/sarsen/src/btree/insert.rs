@@ -7,6 +7,7 @@
 
 use super::{descend, Path, Source};
 use crate::error::{Error, Result};
+use crate::io::buf::PageBuf;
 use crate::io::Map;
 use crate::page::node::{self, BranchNode, LeafValue, FRESH};
 use crate::page::{edit, DbRecord, Kind, Page, Pgno, HDR};
@@ -175,9 +176,7 @@ pub(crate) fn insert_node(
         .dirty
         .remove(&pg)
         .ok_or_else(|| Error::corrupted(u64::from(pg), "page to split is not dirty"))?;
-    let r = split(w, map, rec, path, level, idx, nd, &src, rightmost);
-    w.recycle(src);
-    r
+    split(w, map, rec, path, level, idx, nd, src, rightmost)
 }
 
 /// Whether the page at `path[level]` is the last at every level above it.
@@ -204,10 +203,49 @@ fn split(
     level: usize,
     idx: usize,
     nd: &[u8],
-    src: &[u8],
+    mut src: PageBuf,
     rightmost: bool,
 ) -> Result<()> {
     let pg = path.steps[level].pgno;
+    let left = build_halves(w, map, pg, idx, nd, &src, rightmost)?;
+    // The left half goes back into the page's own buffer (in write-map mode,
+    // its bytes in the file).
+    src.copy_from_slice(&left.buf);
+    w.recycle_heap(left.buf);
+    w.dirty.insert(pg, src);
+    match left.kind {
+        Kind::Leaf => rec.leaf_pages += 1,
+        _ => rec.branch_pages += 1,
+    }
+    let link = branch_node(&left.sep, left.right, 0, FRESH);
+    if level == 0 {
+        new_root(w, map, rec, pg, &link)
+    } else {
+        let parent = path.steps[level - 1];
+        insert_node(w, map, rec, path, level - 1, parent.idx + 1, &link)
+    }
+}
+
+/// The outcome of splitting a page: its new left half (to copy back into
+/// the page), the separator key, and the new right page.
+struct Halves {
+    buf: Box<[u8]>,
+    kind: Kind,
+    sep: Vec<u8>,
+    right: Pgno,
+}
+
+/// Distributes the nodes of `src` plus `nd` (at `idx`) over a new left
+/// buffer and a new right page.
+fn build_halves(
+    w: &mut Writer,
+    map: &Map,
+    pg: Pgno,
+    idx: usize,
+    nd: &[u8],
+    src: &[u8],
+    rightmost: bool,
+) -> Result<Halves> {
     let p = Page::new(src, pg)?;
     let kind = p.kind();
     let n = p.len();
@@ -264,18 +302,12 @@ fn split(
             return Err(Error::corrupted(u64::from(pg), "split half overflows"));
         }
     }
-    w.dirty.insert(pg, left);
-    match kind {
-        Kind::Leaf => rec.leaf_pages += 1,
-        _ => rec.branch_pages += 1,
-    }
-    let link = branch_node(&sep, right, 0, FRESH);
-    if level == 0 {
-        new_root(w, map, rec, pg, &link)
-    } else {
-        let parent = path.steps[level - 1];
-        insert_node(w, map, rec, path, level - 1, parent.idx + 1, &link)
-    }
+    Ok(Halves {
+        buf: left,
+        kind,
+        sep,
+        right,
+    })
 }
 
 /// Picks the number of items that stay left. `sizes` are node+slot bytes;

@@ -42,15 +42,6 @@ impl DataFile {
             .len())
     }
 
-    /// Sets the file length to `len` bytes (sparse growth; blocks are
-    /// allocated when pages are written, so a full disk surfaces as
-    /// [`Error::DiskFull`] from the write, never as a fault in the map).
-    pub(crate) fn set_len(&self, len: u64) -> Result<()> {
-        self.file
-            .set_len(len)
-            .map_err(|e| Error::io("ftruncate", e))
-    }
-
     /// Reads exactly `buf.len()` bytes at `offset`.
     pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.file

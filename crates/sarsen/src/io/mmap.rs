@@ -1,40 +1,57 @@
-//! The read-only shared mapping of the data file.
+//! The shared mapping of the data file.
 
+use std::fs::File;
 use std::os::unix::io::AsRawFd;
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
+use crate::io::buf::MapPage;
 use crate::io::DataFile;
 
-/// A read-only `MAP_SHARED` mapping of the data file, reserved once over the
-/// upper bound of the geometry (`len` bytes). Bytes past the end of the file
-/// must not be touched (the kernel would raise `SIGBUS`): callers only read
-/// pages below the snapshot's next page number, and the writer grows the file
-/// past a page before any snapshot names it.
+/// A `MAP_SHARED` mapping of the data file, reserved once over the upper
+/// bound of the geometry (`len` bytes). Read-only by default; writable in
+/// write-map mode, where the writer builds dirty pages in place.
+///
+/// Bytes past the end of the file must not be touched (the kernel would
+/// raise `SIGBUS`): readers only read pages below their snapshot's next
+/// page number, the writer grows the file past a page before any snapshot
+/// names it, and in write-map mode before it writes the page.
 pub(crate) struct Map {
     ptr: NonNull<u8>,
     len: usize,
+    writable: bool,
+    /// The data file, for growing it (a second handle, owned by the map).
+    file: File,
+    /// File length as last seen by this process, bytes.
+    file_len: AtomicU64,
 }
 
-// SAFETY: the mapping is read-only for its whole life and unmapped only in
-// Drop; sharing `&[u8]` views across threads is sound.
+// SAFETY: shared views are read-only slices of pages no writer modifies
+// (copy-on-write); writable views exist only in the writer, under its lock.
 unsafe impl Send for Map {}
-// SAFETY: as above; no interior mutability through the map.
+// SAFETY: as above.
 unsafe impl Sync for Map {}
 
 impl Map {
-    /// Maps `len` bytes of `file`, read-only and shared.
-    pub(crate) fn new(file: &DataFile, len: usize) -> Result<Map> {
+    /// Maps `len` bytes of `file`, shared; writable if `writable`.
+    pub(crate) fn new(file: &DataFile, len: usize, writable: bool) -> Result<Map> {
         if len == 0 {
             return Err(Error::InvalidArgument("empty map".into()));
         }
+        let handle = file.file().try_clone().map_err(|e| Error::io("dup", e))?;
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
         // SAFETY: a fresh mapping at an address the kernel chooses; no
-        // existing memory is affected. The fd is open for reading.
+        // existing memory is affected. The fd is open with matching access.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ,
+                prot,
                 libc::MAP_SHARED | libc::MAP_NORESERVE,
                 file.file().as_raw_fd(),
                 0,
@@ -45,7 +62,19 @@ impl Map {
         }
         let ptr = NonNull::new(p as *mut u8)
             .ok_or_else(|| Error::io("mmap", std::io::Error::other("null mapping")))?;
-        Ok(Map { ptr, len })
+        let file_len = AtomicU64::new(file.len()?);
+        Ok(Map {
+            ptr,
+            len,
+            writable,
+            file: handle,
+            file_len,
+        })
+    }
+
+    /// Whether the writer builds dirty pages in the map (write-map mode).
+    pub(crate) fn writable(&self) -> bool {
+        self.writable
     }
 
     /// The bytes `[off, off + len)` of the file, or `None` when the range
@@ -57,20 +86,90 @@ impl Map {
         if end > self.len {
             return None;
         }
-        // SAFETY: `[off, end)` is inside the live mapping (checked above);
-        // the mapping is read-only and lives as long as `self`. Pages below
-        // the file end are backed, per the caller contract. Writers never
-        // modify a page reachable from a live snapshot (copy-on-write), so
-        // the bytes seen through the returned slice do not change while the
-        // snapshot that found them is open.
+        // SAFETY: `[off, end)` is inside the live mapping (checked above)
+        // and lives as long as `self`. Pages below the file end are backed,
+        // per the caller contract. Writers never modify a page reachable
+        // from a live snapshot (copy-on-write), so the bytes seen through
+        // the returned slice do not change while the snapshot that found
+        // them is open.
         Some(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(off), len) })
+    }
+
+    /// A writable view of `[off, off + len)` for a page the writer has just
+    /// allocated. `None` unless the map is writable and the range lies
+    /// inside both the reservation and the file.
+    pub(crate) fn page_mut(&self, off: usize, len: usize) -> Option<MapPage> {
+        let end = off.checked_add(len)?;
+        if !self.writable || end > self.len || end as u64 > self.file_len.load(Ordering::Relaxed) {
+            return None;
+        }
+        // SAFETY: in bounds (checked); `add` stays inside the mapping.
+        let p = unsafe { self.ptr.as_ptr().add(off) };
+        let p = NonNull::new(p)?;
+        // SAFETY: mapped, writable and backed by the file (checked above).
+        // Exclusivity: only the writer calls this, for a page it allocated
+        // (past every snapshot's reach), and keeps one buffer per page.
+        Some(unsafe { MapPage::new(p, len) })
+    }
+
+    /// Grows the file to at least `need` bytes, in multiples of `step`,
+    /// never past `upper` and never shrinking it. In write-map mode the
+    /// blocks are allocated (`fallocate`), so a full disk is an error here
+    /// rather than a fault when the page is first written.
+    pub(crate) fn grow(&self, need: u64, step: u64, upper: u64) -> Result<()> {
+        if need <= self.file_len.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        // Another process may have grown it: never shrink on a stale length.
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| Error::io("fstat", e))?
+            .len();
+        if need <= len {
+            self.file_len.store(len, Ordering::Relaxed);
+            return Ok(());
+        }
+        let step = step.max(1);
+        let target = need
+            .div_ceil(step)
+            .saturating_mul(step)
+            .min(upper)
+            .max(need);
+        if self.writable {
+            // SAFETY: fallocate on an open fd with a valid range.
+            let r = unsafe {
+                libc::fallocate(
+                    self.file.as_raw_fd(),
+                    0,
+                    len as libc::off_t,
+                    (target - len) as libc::off_t,
+                )
+            };
+            if r != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                    return Err(Error::io("fallocate", e));
+                }
+                self.file
+                    .set_len(target)
+                    .map_err(|e| Error::io("ftruncate", e))?;
+            }
+        } else {
+            self.file
+                .set_len(target)
+                .map_err(|e| Error::io("ftruncate", e))?;
+        }
+        self.file_len.store(target, Ordering::Relaxed);
+        Ok(())
     }
 }
 
 impl Drop for Map {
     fn drop(&mut self) {
         // SAFETY: unmapping exactly the region mapped in `new`; no borrow of
-        // it outlives `self` (slices borrow `&self`).
+        // it outlives `self` (slices borrow `&self`; the writer's mapped
+        // buffers are dropped or unused by then).
         unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.len) };
     }
 }

@@ -6,6 +6,7 @@
 //! `pwrite`/`pwritev`, never through the map: a stray pointer cannot corrupt
 //! the file.
 
+pub(crate) mod buf;
 pub(crate) mod file;
 pub(crate) mod lock;
 pub(crate) mod mmap;

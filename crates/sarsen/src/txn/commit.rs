@@ -14,8 +14,6 @@
 //! some pages are not; open then finds a checksum mismatch among the pages
 //! of T and falls back to T-1, whose pages T never overwrote.
 
-use std::sync::atomic::Ordering;
-
 use crate::btree::{insert, seal};
 use crate::env::{Durability, Env};
 use crate::error::{Error, Result};
@@ -59,42 +57,32 @@ pub(crate) fn commit(env: &Env, w: &mut Writer) -> Result<()> {
     write_meta(env, w)
 }
 
-/// Grows the file to hold `next_pgno` pages, in whole growth steps, never
-/// past the upper bound and never shrinking it.
+/// Grows the file to hold `next_pgno` pages, in whole growth steps.
 fn grow(env: &Env, next_pgno: Pgno) -> Result<()> {
     let ps = u64::from(env.page_size);
-    let need = u64::from(next_pgno) * ps;
-    if need <= env.file_len.load(Ordering::Relaxed) {
-        return Ok(());
-    }
-    // Another process may have grown it: never shrink on a stale length.
-    let len = env.file.len()?;
-    if need <= len {
-        env.file_len.store(len, Ordering::Relaxed);
-        return Ok(());
-    }
-    let step = u64::from(env.growth_pgno) * ps;
-    let target = need
-        .div_ceil(step)
-        .saturating_mul(step)
-        .min(u64::from(env.upper_pgno) * ps)
-        .max(need);
-    env.file.set_len(target)?;
-    env.file_len.store(target, Ordering::Relaxed);
-    Ok(())
+    env.map.grow(
+        u64::from(next_pgno) * ps,
+        u64::from(env.growth_pgno) * ps,
+        u64::from(env.upper_pgno) * ps,
+    )
 }
 
 /// Writes the dirty pages in page-number order, one `pwritev` per run of
 /// consecutive pages.
 fn write_pages(env: &Env, w: &Writer) -> Result<()> {
     let ps = env.page_size as usize;
-    let mut pgnos: Vec<Pgno> = w.dirty.keys().copied().collect();
+    let mut pgnos: Vec<Pgno> = w
+        .dirty
+        .iter()
+        .filter(|(_, b)| b.needs_write())
+        .map(|(p, _)| *p)
+        .collect();
     pgnos.sort_unstable();
     let mut run: Vec<&[u8]> = Vec::new();
     let mut run_start: Pgno = 0;
     let mut run_end: Pgno = 0;
     for p in pgnos {
-        let b = &w.dirty[&p];
+        let b: &[u8] = &w.dirty[&p];
         if run.is_empty() || p != run_end {
             if !run.is_empty() {
                 env.file

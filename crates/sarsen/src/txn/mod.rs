@@ -273,6 +273,7 @@ impl<'env> RwTxn<'env> {
         w.next_pgno = p.next_pgno as u32;
         w.file_pgno = p.next_pgno as u32;
         w.upper_pgno = env.upper_pgno;
+        w.growth_pgno = env.growth_pgno;
         w.gc = DbRecord::from_words(&p.gc);
         w.catalog = DbRecord::from_words(&p.catalog);
         w.main = DbRecord::from_words(&p.main);

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use crate::btree::Source;
 use crate::error::{Error, Result};
+use crate::io::buf::PageBuf;
 use crate::io::Map;
 use crate::page::{self, DbRecord, Kind, Layout, LeafValue, Page, Pgno};
 
@@ -34,7 +35,7 @@ pub(crate) struct Writer {
     /// Txnid of the transaction under way.
     pub txnid: u64,
     /// Dirty pages by number: one page, or a whole overflow run.
-    pub dirty: FxHashMap<Pgno, Box<[u8]>>,
+    pub dirty: FxHashMap<Pgno, PageBuf>,
     /// Spare one-page buffers.
     pool: Vec<Box<[u8]>>,
     /// Pages freed by this transaction that older snapshots may still read:
@@ -49,6 +50,8 @@ pub(crate) struct Writer {
     pub file_pgno: Pgno,
     /// The geometry's upper bound, pages.
     pub upper_pgno: Pgno,
+    /// The file's growth step, pages.
+    pub growth_pgno: Pgno,
     /// GC records of transactions `<=` this bound hold reusable pages.
     pub gc_bound: u64,
     /// Set while commit saves the GC: allocation then stops loading records.
@@ -76,6 +79,7 @@ impl Writer {
             next_pgno: 0,
             file_pgno: 0,
             upper_pgno: 0,
+            growth_pgno: 1,
             gc_bound: 0,
             committing: false,
             loading_gc: false,
@@ -89,11 +93,9 @@ impl Writer {
 
     /// Drops all uncommitted state, keeping buffers for reuse.
     pub(crate) fn reset(&mut self) {
-        let psize = self.layout.psize;
-        for (_, b) in self.dirty.drain() {
-            if b.len() == psize && self.pool.len() < 4096 {
-                self.pool.push(b);
-            }
+        let bufs: Vec<PageBuf> = self.dirty.drain().map(|(_, b)| b).collect();
+        for b in bufs {
+            self.recycle(b);
         }
         self.freed.clear();
         self.reclaimed.clear();
@@ -118,18 +120,50 @@ impl Writer {
         self.dirty.contains_key(&pgno)
     }
 
-    /// A one-page buffer, from the pool when possible.
+    /// A one-page heap buffer, from the pool when possible.
     pub(crate) fn buffer(&mut self) -> Box<[u8]> {
         self.pool
             .pop()
             .unwrap_or_else(|| vec![0u8; self.layout.psize].into_boxed_slice())
     }
 
-    /// Returns a buffer to the pool.
-    pub(crate) fn recycle(&mut self, b: Box<[u8]>) {
+    /// Returns a buffer to the pool (mapped buffers need nothing).
+    pub(crate) fn recycle(&mut self, b: PageBuf) {
+        if let PageBuf::Heap(b) = b {
+            self.recycle_heap(b);
+        }
+    }
+
+    /// Returns a heap buffer to the pool.
+    pub(crate) fn recycle_heap(&mut self, b: Box<[u8]>) {
         if b.len() == self.layout.psize && self.pool.len() < 4096 {
             self.pool.push(b);
         }
+    }
+
+    /// The buffer for `n` freshly allocated pages at `pgno`: their own bytes
+    /// in the map in write-map mode (growing the file first), else heap.
+    fn page_buf(&mut self, map: &Map, pgno: Pgno, n: usize) -> Result<PageBuf> {
+        let ps = self.layout.psize;
+        if map.writable() {
+            let end = (pgno as usize + n) * ps;
+            map.grow(
+                end as u64,
+                u64::from(self.growth_pgno) * ps as u64,
+                u64::from(self.upper_pgno) * ps as u64,
+            )?;
+            return map
+                .page_mut(pgno as usize * ps, n * ps)
+                .map(PageBuf::Mapped)
+                .ok_or_else(|| {
+                    Error::corrupted(u64::from(pgno), "allocated page outside the map")
+                });
+        }
+        Ok(PageBuf::Heap(if n == 1 {
+            self.buffer()
+        } else {
+            vec![0u8; n * ps].into_boxed_slice()
+        }))
     }
 
     /// Allocates `n` contiguous page numbers: from the reclaimed free pages,
@@ -179,7 +213,7 @@ impl Writer {
     /// Allocates a fresh dirty page of `kind`.
     pub(crate) fn new_page(&mut self, map: &Map, kind: Kind) -> Result<Pgno> {
         let pgno = self.alloc(map, 1)?;
-        let mut b = self.buffer();
+        let mut b = self.page_buf(map, pgno, 1)?;
         page::init(&mut b, pgno, kind, self.txnid);
         self.dirty.insert(pgno, b);
         Ok(pgno)
@@ -204,7 +238,7 @@ impl Writer {
             return Ok(pgno);
         }
         let new = self.alloc(map, 1)?;
-        let mut b = self.buffer();
+        let mut b = self.page_buf(map, new, 1)?;
         {
             let src = self.source(map).page(pgno)?;
             b.copy_from_slice(src.bytes());
@@ -221,14 +255,9 @@ impl Writer {
 
     /// Writes `value` into a new overflow run; returns (first page, checksum).
     pub(crate) fn write_overflow(&mut self, map: &Map, value: &[u8]) -> Result<(Pgno, u64)> {
-        let psize = self.layout.psize;
         let n = self.layout.overflow_pages(value.len());
         let pgno = self.alloc(map, n)?;
-        let mut b = if n == 1 {
-            self.buffer()
-        } else {
-            vec![0u8; n * psize].into_boxed_slice()
-        };
+        let mut b = self.page_buf(map, pgno, n)?;
         page::init_overflow(&mut b, pgno, n as u32, self.txnid);
         b[page::HDR..page::HDR + value.len()].copy_from_slice(value);
         b[page::HDR + value.len()..].fill(0);
@@ -280,7 +309,7 @@ impl<'a> Source<'a> for WSource<'a> {
             LeafValue::Overflow { pgno, len, .. } => match self.w.dirty.get(&pgno) {
                 Some(b) => {
                     let n = self.w.layout.overflow_pages(len);
-                    page::check_overflow(b, pgno, n)?;
+                    page::check_overflow(&b[..], pgno, n)?;
                     b.get(page::HDR..page::HDR + len).ok_or_else(|| {
                         Error::corrupted(u64::from(pgno), "overflow value past its run")
                     })
