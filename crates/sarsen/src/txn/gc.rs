@@ -94,16 +94,27 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
 }
 
 /// Records this transaction's freed pages, and the reclaimed pages it did
-/// not use, under its txnid. Runs at commit; allocation meanwhile takes no
-/// further records, so the loop converges once the GC pages on the write
-/// path are dirty (after the first pass, at most a split or two later).
+/// not use, under its txnid. Runs at commit.
+///
+/// Saving changes the GC tree, which can free pages (copy-on-write of GC
+/// pages) and take pages (copies and splits, from `reclaimed` first). To
+/// settle, no record is deleted here (a chunk no longer needed is written
+/// empty), so no merge ever frees a page and the list changes only in two
+/// bounded ways: `freed` grows when a clean GC page is first copied, and
+/// `reclaimed` shrinks by the pages taken. A shrink changes only the last
+/// chunk, rewritten shorter in place without allocating; a growth lengthens
+/// the last chunk by one entry, which can cost one split. No records are
+/// loaded meanwhile (`committing`).
 pub(crate) fn save(w: &mut Writer, map: &Map) -> Result<()> {
     w.committing = true;
     let cap = chunk_capacity(w).max(1);
     let mut saved: Vec<Vec<Pgno>> = Vec::new();
     for _ in 0..64 {
         let list: Vec<Pgno> = w.freed.iter().chain(w.reclaimed.iter()).copied().collect();
-        let chunks: Vec<Vec<Pgno>> = list.chunks(cap).map(<[Pgno]>::to_vec).collect();
+        let mut chunks: Vec<Vec<Pgno>> = list.chunks(cap).map(<[Pgno]>::to_vec).collect();
+        while chunks.len() < saved.len() {
+            chunks.push(Vec::new());
+        }
         for (i, c) in chunks.iter().enumerate() {
             if saved.get(i) == Some(c) {
                 continue;
@@ -117,15 +128,14 @@ pub(crate) fn save(w: &mut Writer, map: &Map) -> Result<()> {
             w.gc = gc;
             r?;
         }
-        for i in chunks.len()..saved.len() {
-            let mut gc = w.gc;
-            let r = delete::delete(w, map, &mut gc, &key(w.txnid, i as u32));
-            w.gc = gc;
-            r?;
-        }
         saved = chunks;
-        let now = w.freed.len() + w.reclaimed.len();
-        if now == list.len() && w.freed.iter().chain(w.reclaimed.iter()).eq(list.iter()) {
+        // Content, not length: a round can both take a page and free one.
+        if w.freed.iter().chain(w.reclaimed.iter()).eq(list.iter()) {
+            // A page recorded free must not be one this commit writes.
+            debug_assert!(
+                list.iter().all(|p| !w.dirty.contains_key(p)),
+                "GC record names a dirty page"
+            );
             return Ok(());
         }
     }
