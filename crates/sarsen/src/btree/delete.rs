@@ -155,6 +155,12 @@ fn collapse_root(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result<()> {
         let Some((child, cksum)) = child else {
             return Ok(());
         };
+        if rec.depth <= 1 || child == root {
+            return Err(Error::corrupted(
+                u64::from(root),
+                "root branch at leaf depth or naming itself",
+            ));
+        }
         w.free(root, 1);
         rec.root = child;
         rec.root_cksum = cksum;

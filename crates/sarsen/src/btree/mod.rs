@@ -98,6 +98,12 @@ pub(crate) fn check_depth(rec: &DbRecord) -> Result<usize> {
             "tree deeper than 32 levels",
         ));
     }
+    if (d == 0) != (rec.root == 0) {
+        return Err(Error::corrupted(
+            u64::from(rec.root),
+            "tree depth and root disagree",
+        ));
+    }
     Ok(d)
 }
 

@@ -89,7 +89,14 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
     let r = delete::delete(w, map, &mut gc, &k);
     w.loading_gc = false;
     w.gc = gc;
-    r?;
+    if !r? {
+        // The cursor found it but a search cannot: keys out of order. Going
+        // on would load the same record forever.
+        return Err(Error::corrupted(
+            u64::from(w.gc.root),
+            "GC record found by scan but not by search",
+        ));
+    }
     Ok(true)
 }
 
