@@ -240,8 +240,15 @@ impl Writer {
         let new = self.alloc(map, 1)?;
         let mut b = self.page_buf(map, new, 1)?;
         {
+            // Copy the header and slots, then the nodes, skipping the free
+            // gap between them (as LMDB's mdb_page_copy). The gap's stale
+            // bytes are harmless: the checksum covers what is written.
             let src = self.source(map).page(pgno)?;
-            b.copy_from_slice(src.bytes());
+            let s = src.bytes();
+            let lo = page::HDR + 2 * src.len();
+            let hi = s.len() - (src.used() - 2 * src.len());
+            b[..lo].copy_from_slice(&s[..lo]);
+            b[hi..].copy_from_slice(&s[hi..]);
         }
         page::set_identity(&mut b, new, self.txnid);
         if let Err(e) = page::edit::clear_fresh(&mut b, new) {
