@@ -79,9 +79,8 @@ impl<'a> RawCursor<'a> {
         if self.pos != Pos::At || self.depth == 0 {
             return Ok(None);
         }
-        let (p, i) = self.stack[self.depth - 1];
-        let n = p.leaf(i)?;
-        Ok(Some((n.key, self.src.value(n.value)?)))
+        let (p, i) = &self.stack[self.depth - 1];
+        entry(self.src, p, *i).map(Some)
     }
 
     /// Descends from `pgno` at `level` to a leaf, taking the first child
@@ -183,9 +182,28 @@ impl<'a> RawCursor<'a> {
         }
     }
 
-    /// One entry forward or back from a positioned cursor, crossing leaves.
+    /// One entry forward or back from a positioned cursor. The common case,
+    /// a neighbour in the same leaf, works on the stack in place (copying
+    /// page views here costs more than the step itself).
     #[inline]
     fn step(&mut self, fwd: bool) -> Result<Option<Entry<'a>>> {
+        if self.depth > 0 {
+            let src = self.src;
+            let (p, i) = &mut self.stack[self.depth - 1];
+            if fwd && *i + 1 < p.len() {
+                *i += 1;
+                return entry(src, p, *i).map(Some);
+            }
+            if !fwd && *i > 0 && *i <= p.len() {
+                *i -= 1;
+                return entry(src, p, *i).map(Some);
+            }
+        }
+        self.step_leaf(fwd)
+    }
+
+    /// `step` across a leaf boundary.
+    fn step_leaf(&mut self, fwd: bool) -> Result<Option<Entry<'a>>> {
         loop {
             let top = self.depth - 1;
             let (p, i) = self.stack[top];
@@ -226,6 +244,13 @@ impl<'a> RawCursor<'a> {
             // An empty leaf (only in a damaged or transient tree): keep going.
         }
     }
+}
+
+/// Entry `i` of leaf `p`.
+#[inline(always)]
+fn entry<'a>(src: AnySource<'a>, p: &Page<'a>, i: usize) -> Result<Entry<'a>> {
+    let n = p.leaf(i)?;
+    Ok((n.key, src.value(n.value)?))
 }
 
 /// A cursor over one database (LMDB's `MDB_cursor`, read operations).
