@@ -96,7 +96,8 @@ impl Map {
     }
 
     /// A writable view of `[off, off + len)` for a page the writer has just
-    /// allocated. `None` unless the map is writable and the range lies
+    /// allocated, or for the meta slot it is writing (no reader reads meta
+    /// pages through the map; snapshots come from the lock file). `None` unless the map is writable and the range lies
     /// inside both the reservation and the file.
     pub(crate) fn page_mut(&self, off: usize, len: usize) -> Option<MapPage> {
         let end = off.checked_add(len)?;

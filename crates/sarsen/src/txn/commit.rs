@@ -17,6 +17,7 @@
 use crate::btree::{insert, seal};
 use crate::env::{Durability, Env};
 use crate::error::{Error, Result};
+use crate::io::buf::PageBuf;
 use crate::io::lock::Published;
 use crate::page::meta::{self, Meta, META_LEN};
 use crate::page::Pgno;
@@ -129,20 +130,29 @@ fn build_meta(env: &Env, w: &Writer, txnid: u64, flags: u32) -> Meta {
     }
 }
 
-/// Writes the meta page into `slot`; on a failed sync, puts the slot's old
-/// bytes back so a later open cannot pick up a commit reported as failed.
+/// Writes the meta page into `slot` (through the map in write-map mode,
+/// else with `pwrite`); on a failed write or sync, puts the slot's old bytes
+/// back so a later open cannot pick up a commit reported as failed.
 fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
     let off = u64::from(slot) * u64::from(env.page_size);
     let mut old = [0u8; META_LEN];
-    env.file.read_at(&mut old, off)?;
+    if let Some(b) = env.map.slice(off as usize, META_LEN) {
+        old.copy_from_slice(b);
+    }
     let mut buf = [0u8; META_LEN];
     m.encode(&mut buf);
-    let r = env
-        .file
-        .write_at(&buf, off)
-        .and_then(|_| if sync { env.file.sync_data() } else { Ok(()) });
+    let write = |bytes: &[u8]| -> Result<()> {
+        match env.map.page_mut(off as usize, META_LEN) {
+            Some(p) => {
+                PageBuf::Mapped(p).copy_from_slice(bytes);
+                Ok(())
+            }
+            None => env.file.write_at(bytes, off),
+        }
+    };
+    let r = write(&buf).and_then(|_| if sync { env.file.sync_data() } else { Ok(()) });
     if r.is_err() {
-        let _ = env.file.write_at(&old, off);
+        let _ = write(&old);
     }
     r
 }
