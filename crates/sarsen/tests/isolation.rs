@@ -40,13 +40,13 @@ fn ops_of(i: u64) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         key(i),
         Some(format!("v{i}-{}", "x".repeat((i % 40) as usize)).into_bytes()),
     )];
-    if i % 3 == 0 {
+    if i.is_multiple_of(3) {
         ops.push((key(i / 3), Some(format!("u{i}").into_bytes())));
     }
-    if i % 7 == 0 && i > 3 {
+    if i.is_multiple_of(7) && i > 3 {
         ops.push((key(i - 3), None));
     }
-    if i % 101 == 0 {
+    if i.is_multiple_of(101) {
         // an occasional large value (overflow pages)
         ops.push((
             b"big".to_vec(),
@@ -312,7 +312,7 @@ fn many_readers_in_a_loop() {
                         "{what}: range from {} returned {n_range} entries",
                         show(&lo)
                     );
-                    if t == 0 && count % 50 == 0 {
+                    if t == 0 && count.is_multiple_of(50) {
                         let info = env.info().unwrap();
                         assert!(info.readers_used <= info.max_readers, "{info:?}");
                         assert_eq!(info.max_readers, 64);
