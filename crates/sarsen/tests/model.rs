@@ -1060,7 +1060,9 @@ impl Case {
         };
         // page_size is only used at creation: a different value must be ignored on reopen
         let ps = *PAGE_SIZES.choose(&mut self.rng).unwrap();
-        EnvOptions::new().page_size(ps).durability(d)
+        // both write paths: heap pages written at commit, and write-map
+        let wm = self.rng.random_bool(0.5);
+        EnvOptions::new().page_size(ps).durability(d).write_map(wm)
     }
 
     fn run(&mut self, dir: &Path, n_txns: usize) {
@@ -1068,7 +1070,8 @@ impl Case {
         let mut first = true;
         while t < n_txns {
             let o = if first {
-                opts(self.page_size, Durability::NoSync)
+                let wm = self.rng.random_bool(0.5);
+                opts(self.page_size, Durability::NoSync).write_map(wm)
             } else {
                 self.random_reopen_opts()
             };
