@@ -198,8 +198,10 @@ impl EnvOptions {
     /// written with `pwrite` at commit. Faster for large transactions and
     /// small ones alike (no copy into the kernel at commit), at the cost
     /// that a stray write through a bad pointer elsewhere in the process
-    /// could reach the file. The file grows with `fallocate`, so a full disk
-    /// is a [`Error::DiskFull`], never a fault. Default off.
+    /// could reach the file. Every block of the file is allocated at open
+    /// and the file grows with `fallocate`, so a full disk is an
+    /// [`Error::DiskFull`], not a fault (on file systems without
+    /// `fallocate`, such as some network ones, it can fault). Default off.
     pub fn write_map(mut self, yes: bool) -> Self {
         self.write_map = yes;
         self

@@ -20,6 +20,7 @@ pub(crate) fn delete(w: &mut Writer, map: &Map, rec: &mut DbRecord, key: &[u8]) 
     if rec.root == 0 {
         return Ok(false);
     }
+    w.clear_hint(rec.root);
     let (mut path, found) = descend(w.source(map), rec, key)?;
     if !found {
         return Ok(false);

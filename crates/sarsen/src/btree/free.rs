@@ -9,6 +9,7 @@ use crate::txn::writer::Writer;
 /// Frees every page of `rec` (and its overflow runs) and empties it.
 pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result<()> {
     if rec.root != 0 {
+        w.clear_hint(rec.root);
         let depth = check_depth(rec)?;
         free_page(w, map, rec.root, depth)?;
     }

@@ -36,8 +36,14 @@ pub(crate) fn put(
         rec.depth = 1;
         rec.leaf_pages += 1;
     }
-    let (mut path, found) = descend(w.source(map), rec, key)?;
-    touch_path(w, map, rec, &mut path)?;
+    let (path, found) = match append_path(w, map, rec, key)? {
+        Some(path) => (path, false),
+        None => {
+            let (mut path, found) = descend(w.source(map), rec, key)?;
+            touch_path(w, map, rec, &mut path)?;
+            (path, found)
+        }
+    };
     let leaf = path.leaf();
     if found {
         if overwrite_in_place(w, leaf.pgno, leaf.idx, val, big)? {
@@ -62,11 +68,44 @@ pub(crate) fn put(
     scratch.resize(node::leaf_len(key.len(), val.len(), big), 0);
     // A new overflow run is dirty: its reference is FRESH.
     node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { 0 });
+    let leaf_pages = rec.leaf_pages;
+    let at_end = !found && is_rightmost(w, map, &path, path.len)?;
     let r = insert_node(w, map, rec, &path, path.len - 1, leaf.idx, &scratch);
     w.scratch = scratch;
     r?;
     rec.entries += 1;
+    // Appended at the right edge without a split: the next put of a larger
+    // key can go straight to this leaf.
+    if at_end && rec.leaf_pages == leaf_pages {
+        w.append_hint = Some((rec.root, path));
+    }
     Ok(())
+}
+
+/// Sequential inserts without `MDB_APPEND`: if the last put into this tree
+/// appended at its right edge (and nothing else changed the tree since),
+/// and `key` sorts after the last key of that rightmost leaf, returns the
+/// (dirty) path to the end of that leaf, skipping the descent.
+fn append_path(w: &mut Writer, map: &Map, rec: &DbRecord, key: &[u8]) -> Result<Option<Path>> {
+    let Some((root, mut path)) = w.append_hint.take() else {
+        return Ok(None);
+    };
+    if root != rec.root {
+        // A hint for another tree stays valid: this put does not touch it.
+        w.append_hint = Some((root, path));
+        return Ok(None);
+    }
+    let leaf = path.leaf().pgno;
+    if !w.is_dirty(leaf) {
+        return Ok(None);
+    }
+    let p = w.source(map).page(leaf)?;
+    let n = p.len();
+    if n == 0 || p.leaf(n - 1)?.key >= key {
+        return Ok(None);
+    }
+    path.steps[path.len - 1].idx = n;
+    Ok(Some(path))
 }
 
 /// Replaces the value of node `idx` in dirty leaf `pgno` when the new value
@@ -180,11 +219,19 @@ pub(crate) fn insert_node(
 }
 
 /// Whether the page at `path[level]` is the last at every level above it.
+/// With `level == path.len`, whether the leaf index is also past the last
+/// node (an insert there appends at the right edge of the tree).
 fn is_rightmost(w: &Writer, map: &Map, path: &Path, level: usize) -> Result<bool> {
     let s = w.source(map);
     for j in 0..level {
         let st = path.steps[j];
-        if st.idx + 1 != s.page(st.pgno)?.len() {
+        let n = s.page(st.pgno)?.len();
+        let last = if j + 1 == path.len {
+            n
+        } else {
+            n.saturating_sub(1)
+        };
+        if st.idx != last {
             return Ok(false);
         }
     }

@@ -62,7 +62,23 @@ impl Map {
         }
         let ptr = NonNull::new(p as *mut u8)
             .ok_or_else(|| Error::io("mmap", std::io::Error::other("null mapping")))?;
-        let file_len = AtomicU64::new(file.len()?);
+        let len_now = file.len()?;
+        if writable && len_now > 0 {
+            // Pages are written through the map: every block of the file
+            // must exist, or a full disk would fault instead of failing.
+            // Fill any holes an earlier sparse growth left (cheap when none).
+            // SAFETY: fallocate on an open fd over the file's own range.
+            let r = unsafe { libc::fallocate(handle.as_raw_fd(), 0, 0, len_now as libc::off_t) };
+            if r != 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                    // SAFETY: unmapping the mapping made just above.
+                    unsafe { libc::munmap(p, len) };
+                    return Err(Error::io("fallocate", e));
+                }
+            }
+        }
+        let file_len = AtomicU64::new(len_now);
         Ok(Map {
             ptr,
             len,

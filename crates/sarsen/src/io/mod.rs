@@ -1,10 +1,12 @@
 //! Storage: the data file, its memory map, and the lock file.
 //!
-//! All `unsafe` outside `page/` lives here. The data file is mapped once,
-//! read-only and `MAP_SHARED`, over the whole upper bound of the geometry, so
-//! the file can grow without remapping under readers. Writes go through
-//! `pwrite`/`pwritev`, never through the map: a stray pointer cannot corrupt
-//! the file.
+//! All `unsafe` lives here. The data file is mapped once, `MAP_SHARED`,
+//! over the whole upper bound of the geometry, so the file can grow without
+//! remapping under readers. By default the map is read-only and dirty pages
+//! are heap buffers written with `pwrite`/`pwritev` at commit, so a stray
+//! pointer cannot corrupt the file; in write-map mode (LMDB's
+//! `MDB_WRITEMAP`) the map is writable and the writer builds dirty pages in
+//! place (`buf::PageBuf::Mapped`).
 
 pub(crate) mod buf;
 pub(crate) mod file;

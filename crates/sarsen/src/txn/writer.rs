@@ -65,6 +65,10 @@ pub(crate) struct Writer {
     pub dbs: Vec<Option<NamedDb>>,
     /// Scratch buffer for building nodes.
     pub scratch: Vec<u8>,
+    /// The rightmost path of the tree with this root, left by a put that
+    /// appended there (see `insert::append_path`). Cleared by any other
+    /// change to that tree.
+    pub append_hint: Option<(Pgno, crate::btree::Path)>,
 }
 
 impl Writer {
@@ -88,6 +92,15 @@ impl Writer {
             main: DbRecord::default(),
             dbs: Vec::new(),
             scratch: Vec::new(),
+            append_hint: None,
+        }
+    }
+
+    /// Forgets the append hint if it belongs to the tree rooted at `root`
+    /// (called before any change other than an appending put).
+    pub(crate) fn clear_hint(&mut self, root: Pgno) {
+        if self.append_hint.as_ref().is_some_and(|(r, _)| *r == root) {
+            self.append_hint = None;
         }
     }
 
@@ -101,6 +114,7 @@ impl Writer {
         self.reclaimed.clear();
         self.dbs.clear();
         self.committing = false;
+        self.append_hint = None;
     }
 
     /// The read view of this transaction.
