@@ -104,10 +104,23 @@ fn writer_txns() -> u64 {
 /// writer commits thousands of transactions; short-lived readers do the same in a loop.
 #[test]
 fn readers_see_exactly_their_snapshot() {
+    readers_see_exactly_their_snapshot_with(false);
+}
+
+/// The same with the writer building pages in the shared map readers read.
+#[test]
+fn readers_see_exactly_their_snapshot_write_map() {
+    readers_see_exactly_their_snapshot_with(true);
+}
+
+fn readers_see_exactly_their_snapshot_with(write_map: bool) {
     let (seed, _) = base_seed("readers_see_exactly_their_snapshot");
     let n = writer_txns();
     let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), opts(4096, Durability::NoSync));
+    let env = open(
+        dir.path(),
+        opts(4096, Durability::NoSync).write_map(write_map),
+    );
     let db = env.main_db();
     let progress = AtomicU64::new(0);
     let done = AtomicBool::new(false);
@@ -251,9 +264,24 @@ fn readers_see_exactly_their_snapshot() {
 /// a writer commits; every snapshot must be internally consistent.
 #[test]
 fn many_readers_in_a_loop() {
+    many_readers_in_a_loop_with(false);
+}
+
+/// The same in write-map mode.
+#[test]
+fn many_readers_in_a_loop_write_map() {
+    many_readers_in_a_loop_with(true);
+}
+
+fn many_readers_in_a_loop_with(write_map: bool) {
     let n = writer_txns() * 2 / 3;
     let dir = tempfile::tempdir().unwrap();
-    let env = open(dir.path(), opts(4096, Durability::NoSync).max_readers(64));
+    let env = open(
+        dir.path(),
+        opts(4096, Durability::NoSync)
+            .max_readers(64)
+            .write_map(write_map),
+    );
     let db = env.main_db();
     // expected entry count and content of k{c} after each transaction
     let mut lens = vec![0u64];
