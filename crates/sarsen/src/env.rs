@@ -359,6 +359,17 @@ impl Env {
             env.recover(&metas)?;
             env.lock.downgrade()?;
         }
+        if o.write_map && !o.read_only {
+            // Pages are written through the map: allocate the blocks of every
+            // page in use (filling holes any sparse growth left).
+            let ps = u64::from(page_size);
+            let next = env.lock.published().next_pgno;
+            env.map.grow(
+                next * ps,
+                u64::from(growth_pgno) * ps,
+                u64::from(upper_pgno) * ps,
+            )?;
+        }
         Ok(env)
     }
 

@@ -25,6 +25,9 @@ pub(crate) struct Map {
     file: File,
     /// File length as last seen by this process, bytes.
     file_len: AtomicU64,
+    /// Write-map mode: bytes from the start of the file whose blocks this
+    /// process has allocated (page writes through the map stay below it).
+    alloc_len: AtomicU64,
 }
 
 // SAFETY: shared views are read-only slices of pages no writer modifies
@@ -63,21 +66,6 @@ impl Map {
         let ptr = NonNull::new(p as *mut u8)
             .ok_or_else(|| Error::io("mmap", std::io::Error::other("null mapping")))?;
         let len_now = file.len()?;
-        if writable && len_now > 0 {
-            // Pages are written through the map: every block of the file
-            // must exist, or a full disk would fault instead of failing.
-            // Fill any holes an earlier sparse growth left (cheap when none).
-            // SAFETY: fallocate on an open fd over the file's own range.
-            let r = unsafe { libc::fallocate(handle.as_raw_fd(), 0, 0, len_now as libc::off_t) };
-            if r != 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                    // SAFETY: unmapping the mapping made just above.
-                    unsafe { libc::munmap(p, len) };
-                    return Err(Error::io("fallocate", e));
-                }
-            }
-        }
         let file_len = AtomicU64::new(len_now);
         Ok(Map {
             ptr,
@@ -85,6 +73,7 @@ impl Map {
             writable,
             file: handle,
             file_len,
+            alloc_len: AtomicU64::new(0),
         })
     }
 
@@ -114,10 +103,10 @@ impl Map {
     /// A writable view of `[off, off + len)` for a page the writer has just
     /// allocated, or for the meta slot it is writing (no reader reads meta
     /// pages through the map; snapshots come from the lock file). `None` unless the map is writable and the range lies
-    /// inside both the reservation and the file.
+    /// inside both the reservation and the allocated part of the file.
     pub(crate) fn page_mut(&self, off: usize, len: usize) -> Option<MapPage> {
         let end = off.checked_add(len)?;
-        if !self.writable || end > self.len || end as u64 > self.file_len.load(Ordering::Relaxed) {
+        if !self.writable || end > self.len || end as u64 > self.alloc_len.load(Ordering::Relaxed) {
             return None;
         }
         // SAFETY: in bounds (checked); `add` stays inside the mapping.
@@ -129,58 +118,75 @@ impl Map {
         Some(unsafe { MapPage::new(p, len) })
     }
 
-    /// Grows the file to at least `need` bytes, in multiples of `step`,
-    /// never past `upper` and never shrinking it. In write-map mode the
-    /// blocks are allocated (`fallocate`), so a full disk is an error here
-    /// rather than a fault when the page is first written.
+    /// Makes pages below byte `need` usable: the file at least that long,
+    /// and in write-map mode its blocks allocated (`fallocate`, in multiples
+    /// of `step` bytes), so a full disk is an error here rather than a
+    /// fault when the page is first written through the map. Never past
+    /// `upper`, never shrinking.
+    ///
+    /// The file's apparent size runs [`SPARSE_AHEAD`] beyond the pages in
+    /// use. That slack is sparse (no disk blocks, and never written), and it
+    /// matters: the kernel's mmap readahead stops at the end of the file, so
+    /// a file that ends right after its last page gets only small page-cache
+    /// folios there, and four times the page faults.
     pub(crate) fn grow(&self, need: u64, step: u64, upper: u64) -> Result<()> {
-        if need <= self.file_len.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        // Another process may have grown it: never shrink on a stale length.
-        let len = self
-            .file
-            .metadata()
-            .map_err(|e| Error::io("fstat", e))?
-            .len();
-        if need <= len {
-            self.file_len.store(len, Ordering::Relaxed);
-            return Ok(());
-        }
         let step = step.max(1);
-        let target = need
-            .div_ceil(step)
-            .saturating_mul(step)
-            .min(upper)
-            .max(need);
-        if self.writable {
-            // SAFETY: fallocate on an open fd with a valid range.
-            let r = unsafe {
-                libc::fallocate(
-                    self.file.as_raw_fd(),
-                    0,
-                    len as libc::off_t,
-                    (target - len) as libc::off_t,
-                )
-            };
-            if r != 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                    return Err(Error::io("fallocate", e));
-                }
+        if need > self.file_len.load(Ordering::Relaxed) {
+            // Another process may have grown it: never shrink on a stale length.
+            let len = self
+                .file
+                .metadata()
+                .map_err(|e| Error::io("fstat", e))?
+                .len();
+            let len = if need > len {
+                let target = (need + SPARSE_AHEAD)
+                    .div_ceil(step)
+                    .saturating_mul(step)
+                    .min(upper)
+                    .max(need);
                 self.file
                     .set_len(target)
                     .map_err(|e| Error::io("ftruncate", e))?;
-            }
-        } else {
-            self.file
-                .set_len(target)
-                .map_err(|e| Error::io("ftruncate", e))?;
+                target
+            } else {
+                len
+            };
+            self.file_len.store(len, Ordering::Relaxed);
         }
-        self.file_len.store(target, Ordering::Relaxed);
+        let from = self.alloc_len.load(Ordering::Relaxed);
+        if !self.writable || need <= from {
+            return Ok(());
+        }
+        let to = need
+            .div_ceil(step)
+            .saturating_mul(step)
+            .min(self.file_len.load(Ordering::Relaxed))
+            .max(need);
+        // SAFETY: fallocate on an open fd over a range inside the file.
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                0,
+                from as libc::off_t,
+                (to - from) as libc::off_t,
+            )
+        };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            // Without fallocate (some file systems) there is nothing to
+            // reserve; a full disk can then fault in write-map mode.
+            if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(Error::io("fallocate", e));
+            }
+        }
+        self.alloc_len.store(to, Ordering::Relaxed);
         Ok(())
     }
 }
+
+/// How far the file's apparent size runs ahead of the pages in use, bytes
+/// (sparse: see [`Map::grow`]).
+const SPARSE_AHEAD: u64 = 64 << 20;
 
 impl Drop for Map {
     fn drop(&mut self) {
