@@ -51,7 +51,9 @@ pub enum Durability {
 pub struct Geometry {
     /// Size the file starts at.
     pub lower: u64,
-    /// Current file size.
+    /// Current file length. It runs up to 64 MiB ahead of the pages in use
+    /// ([`EnvInfo::next_pgno`] × page size): that margin is sparse (no disk
+    /// blocks) and lets the kernel's readahead work near the end of the data.
     pub now: u64,
     /// Upper bound: the file never grows past it (address space for it is
     /// reserved once at open).
