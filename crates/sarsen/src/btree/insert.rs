@@ -36,12 +36,12 @@ pub(crate) fn put(
         rec.depth = 1;
         rec.leaf_pages += 1;
     }
-    let (path, found) = match append_path(w, map, rec, key)? {
-        Some(path) => (path, false),
+    let (path, found, hinted) = match append_path(w, map, rec, key)? {
+        Some(path) => (path, false, true),
         None => {
             let (mut path, found) = descend(w.source(map), rec, key)?;
             touch_path(w, map, rec, &mut path)?;
-            (path, found)
+            (path, found, false)
         }
     };
     let leaf = path.leaf();
@@ -69,7 +69,8 @@ pub(crate) fn put(
     // A new overflow run is dirty: its reference is FRESH.
     node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { 0 });
     let leaf_pages = rec.leaf_pages;
-    let at_end = !found && is_rightmost(w, map, &path, path.len)?;
+    // A hinted path ends at the right edge by construction.
+    let at_end = hinted || (!found && is_rightmost(w, map, &path, path.len)?);
     let r = insert_node(w, map, rec, &path, path.len - 1, leaf.idx, &scratch);
     w.scratch = scratch;
     r?;
@@ -254,17 +255,46 @@ fn split(
     rightmost: bool,
 ) -> Result<()> {
     let pg = path.steps[level].pgno;
-    let left = build_halves(w, map, pg, idx, nd, &src, rightmost)?;
-    // The left half goes back into the page's own buffer (in write-map mode,
-    // its bytes in the file).
-    src.copy_from_slice(&left.buf);
-    w.recycle_heap(left.buf);
-    w.dirty.insert(pg, src);
-    match left.kind {
+    let (kind, old_n) = {
+        let p = Page::new(&src, pg)?;
+        (p.kind(), p.len())
+    };
+    let (sep, right) = if rightmost && idx == old_n {
+        // Append split (sorted loads): the page keeps every node it has,
+        // full, and the new node alone starts the right page. Nothing to
+        // rebuild or copy.
+        let right = w.new_page(map, kind)?;
+        let (sep, first) = match kind {
+            Kind::Branch => {
+                let b = BranchNode::parse(nd).ok_or_else(|| {
+                    Error::corrupted(u64::from(pg), "branch node to insert is short")
+                })?;
+                (b.key.to_vec(), branch_node(&[], b.child, b.cksum, b.flags))
+            }
+            _ => {
+                let n = node::LeafNode::parse(nd).ok_or_else(|| {
+                    Error::corrupted(u64::from(pg), "leaf node to insert is short")
+                })?;
+                (n.key.to_vec(), nd.to_vec())
+            }
+        };
+        edit::insert_raw(w.dirty_mut(right)?, 0, &first);
+        w.dirty.insert(pg, src);
+        (sep, right)
+    } else {
+        let left = build_halves(w, map, pg, idx, nd, &src, rightmost)?;
+        // The left half goes back into the page's own buffer (in write-map
+        // mode, its bytes in the file).
+        src.copy_from_slice(&left.buf);
+        w.recycle_heap(left.buf);
+        w.dirty.insert(pg, src);
+        (left.sep, left.right)
+    };
+    match kind {
         Kind::Leaf => rec.leaf_pages += 1,
         _ => rec.branch_pages += 1,
     }
-    let link = branch_node(&left.sep, left.right, 0, FRESH);
+    let link = branch_node(&sep, right, 0, FRESH);
     if level == 0 {
         new_root(w, map, rec, pg, &link)
     } else {
@@ -277,7 +307,6 @@ fn split(
 /// the page), the separator key, and the new right page.
 struct Halves {
     buf: Box<[u8]>,
-    kind: Kind,
     sep: Vec<u8>,
     right: Pgno,
 }
@@ -351,7 +380,6 @@ fn build_halves(
     }
     Ok(Halves {
         buf: left,
-        kind,
         sep,
         right,
     })
