@@ -31,17 +31,15 @@ fn seal_page(w: &mut Writer, pgno: Pgno) -> Result<u64> {
         let b = w.dirty.get(&pgno).map(|b| &b[..]).unwrap_or(&[]);
         let p = Page::new(b, pgno)?;
         if !p.is_leaf() {
+            p.fresh_links(&mut links)?;
+            #[cfg(debug_assertions)]
             for i in 0..p.len() {
                 let nd = p.branch(i)?;
-                if nd.flags & FRESH != 0 {
-                    links.push((i, nd.child));
-                } else {
-                    debug_assert!(
-                        !w.is_dirty(nd.child),
-                        "dirty child {} without FRESH",
-                        nd.child
-                    );
-                }
+                debug_assert!(
+                    nd.flags & FRESH != 0 || !w.is_dirty(nd.child),
+                    "dirty child {} without FRESH",
+                    nd.child
+                );
             }
         }
     }

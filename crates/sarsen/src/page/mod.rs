@@ -216,6 +216,23 @@ impl<'a> Page<'a> {
         Ok(off)
     }
 
+    /// Indices and children of the branch nodes carrying `FRESH` (links to
+    /// pages written by the transaction under way). Reads only the flag
+    /// byte and child number of each node: commit calls this on every
+    /// dirty branch page.
+    pub(crate) fn fresh_links(&self, out: &mut Vec<(usize, Pgno)>) -> Result<()> {
+        for i in 0..self.n {
+            let off = self.node_off(i)?;
+            if off + node::BRANCH_HDR > self.b.len() {
+                return Err(self.err("branch node overruns the page"));
+            }
+            if self.b[off + 12] & node::FRESH != 0 {
+                out.push((i, rd32(self.b, off)));
+            }
+        }
+        Ok(())
+    }
+
     /// Leaf node `i`.
     #[inline]
     pub(crate) fn leaf(&self, i: usize) -> Result<LeafNode<'a>> {
