@@ -428,6 +428,7 @@ impl Env {
             durable_txnid: steady.meta.txnid,
             meta_current: c.slot,
             meta_steady: steady.slot,
+            current_steady: c.meta.flags & meta::STEADY != 0,
         };
         self.lock.publish(&p, &w);
         Ok(())

@@ -52,7 +52,7 @@ fn free_page(w: &mut Writer, map: &Map, pgno: Pgno, levels: usize) -> Result<()>
         free_page(w, map, c, levels - 1)?;
     }
     for (r, n) in runs {
-        w.free(r, n);
+        w.free_run(r, n)?;
     }
     w.free(pgno, 1);
     Ok(())

@@ -34,7 +34,7 @@ pub(crate) fn put(
         let pgno = w.new_page(map, Kind::Leaf)?;
         rec.root = pgno;
         rec.depth = 1;
-        rec.leaf_pages += 1;
+        rec.leaf_pages = rec.leaf_pages.saturating_add(1);
     }
     let (path, found, hinted) = match append_path(w, map, rec, key)? {
         Some(path) => (path, false, true),
@@ -50,11 +50,11 @@ pub(crate) fn put(
             return Ok(());
         }
         remove_leaf_node(w, rec, leaf.pgno, leaf.idx)?;
-        rec.entries -= 1;
+        rec.entries = rec.entries.saturating_sub(1);
     }
     let value = if big {
         let (pgno, cksum) = w.write_overflow(map, val)?;
-        rec.overflow_pages += run as u64;
+        rec.overflow_pages = rec.overflow_pages.saturating_add(run as u64);
         LeafValue::Overflow {
             pgno,
             len: val.len(),
@@ -74,7 +74,7 @@ pub(crate) fn put(
     let r = insert_node(w, map, rec, &path, path.len - 1, leaf.idx, &scratch);
     w.scratch = scratch;
     r?;
-    rec.entries += 1;
+    rec.entries = rec.entries.saturating_add(1);
     // Appended at the right edge without a split: the next put of a larger
     // key can go straight to this leaf.
     if at_end && rec.leaf_pages == leaf_pages {
@@ -156,7 +156,7 @@ pub(crate) fn remove_leaf_node(
     };
     edit::remove(w.dirty_mut(pgno)?, idx, len);
     if let Some((ov, n)) = run {
-        w.free(ov, n);
+        w.free_run(ov, n)?;
         rec.overflow_pages = rec.overflow_pages.saturating_sub(n as u64);
     }
     Ok(())
@@ -291,8 +291,8 @@ fn split(
         (left.sep, left.right)
     };
     match kind {
-        Kind::Leaf => rec.leaf_pages += 1,
-        _ => rec.branch_pages += 1,
+        Kind::Leaf => rec.leaf_pages = rec.leaf_pages.saturating_add(1),
+        _ => rec.branch_pages = rec.branch_pages.saturating_add(1),
     }
     let link = branch_node(&sep, right, 0, FRESH);
     if level == 0 {
@@ -432,6 +432,6 @@ fn new_root(w: &mut Writer, map: &Map, rec: &mut DbRecord, left: Pgno, link: &[u
     edit::insert_raw(b, 1, link);
     rec.root = root;
     rec.depth += 1;
-    rec.branch_pages += 1;
+    rec.branch_pages = rec.branch_pages.saturating_add(1);
     Ok(())
 }

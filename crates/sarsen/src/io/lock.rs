@@ -16,7 +16,7 @@
 //! | 104 | 64 | main (unnamed) tree record |
 //! | 168 | 64 | GC tree record |
 //! | 232 | 8  | txnid of the newest durable (steady) commit |
-//! | 240 | 8  | meta slots: byte 0 = current, byte 1 = steady |
+//! | 240 | 8  | meta slots: byte 0 = current, byte 1 = steady; bit 16 = the current meta has the `STEADY` flag |
 //! | 248 | 8  | high-water mark of claimed reader slots |
 //! | 256 | 64 × slots | reader slots |
 //!
@@ -70,6 +70,9 @@ pub(crate) struct WriterShared {
     pub durable_txnid: u64,
     pub meta_current: u8,
     pub meta_steady: u8,
+    /// Whether the current meta was written with the `STEADY` flag (its
+    /// pages were durable before it, so syncing makes it a durable commit).
+    pub current_steady: bool,
 }
 
 /// The mapped lock file.
@@ -108,14 +111,25 @@ impl LockFile {
             .open(path)
             .map_err(|e| Error::io("open lock file", e))?;
         let fd = file.as_raw_fd();
-        let first = ofd_lock(fd, 1, libc::F_WRLCK, false)?;
-        if !first {
+        // The first opener writes the magic only once it has published the
+        // snapshot (in `downgrade`). A joiner that finds no magic was let in
+        // by a first opener that died or failed half-way: it lets go and
+        // tries to become the first opener itself.
+        let mut attempts = 0;
+        let (first, slots) = loop {
+            if ofd_lock(fd, 1, libc::F_WRLCK, false)? {
+                break (true, max_readers);
+            }
             ofd_lock(fd, 1, libc::F_RDLCK, true)?;
-        }
-        let slots = if first {
-            max_readers
-        } else {
-            read_slot_count(&file)?
+            match read_slot_count(&file) {
+                Ok(slots) => break (false, slots),
+                Err(_) if attempts < 200 => {
+                    ofd_lock(fd, 1, libc::F_UNLCK, false)?;
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
+            }
         };
         let len = HEADER + SLOT * slots as usize;
         if first {
@@ -161,7 +175,6 @@ impl LockFile {
                 u64::from(VERSION) | (u64::from(slots) << 32),
                 Ordering::Relaxed,
             );
-            lock.word(0).store(MAGIC, Ordering::Release);
             Ok((lock, Opened::First))
         } else {
             if lock.word(0).load(Ordering::Acquire) != MAGIC
@@ -175,7 +188,10 @@ impl LockFile {
 
     /// After the first opener has published the initial snapshot: lets other
     /// processes in (exclusive liveness lock becomes shared).
+    /// The magic is written here, last, so that a joiner never trusts a
+    /// table whose snapshot was not published.
     pub(crate) fn downgrade(&self) -> Result<()> {
+        self.word(0).store(MAGIC, Ordering::Release);
         ofd_lock(self.file.as_raw_fd(), 1, libc::F_RDLCK, true).map(|_| ())
     }
 
@@ -256,6 +272,7 @@ impl LockFile {
             durable_txnid: self.word(232).load(Ordering::Acquire),
             meta_current: m as u8,
             meta_steady: (m >> 8) as u8,
+            current_steady: (m >> 16) & 1 == 1,
         }
     }
 
@@ -275,7 +292,9 @@ impl LockFile {
         }
         self.word(232).store(w.durable_txnid, Ordering::Relaxed);
         self.word(240).store(
-            u64::from(w.meta_current) | (u64::from(w.meta_steady) << 8),
+            u64::from(w.meta_current)
+                | (u64::from(w.meta_steady) << 8)
+                | (u64::from(w.current_steady) << 16),
             Ordering::Relaxed,
         );
         // SeqCst pairs with a starting reader's SeqCst publish-then-recheck.
@@ -287,7 +306,7 @@ impl LockFile {
     pub(crate) fn set_durable(&self, durable_txnid: u64, steady_slot: u8, current_slot: u8) {
         self.word(232).store(durable_txnid, Ordering::Release);
         self.word(240).store(
-            u64::from(current_slot) | (u64::from(steady_slot) << 8),
+            u64::from(current_slot) | (u64::from(steady_slot) << 8) | (1 << 16),
             Ordering::Relaxed,
         );
     }
@@ -358,7 +377,7 @@ impl LockFile {
                 self.slot_tid(i).store(tid, Ordering::Relaxed);
                 self.slot_busy(i).store(1, Ordering::Relaxed);
                 self.high_water()
-                    .fetch_max(u64::from(i) + 1, Ordering::AcqRel);
+                    .fetch_max(u64::from(i) + 1, Ordering::SeqCst);
                 return Some(i);
             }
         }

@@ -185,14 +185,17 @@ fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
             ws.durable_txnid = w.txnid;
             ws.meta_steady = slot;
         }
-        Durability::NoMetaSync => {
-            // The data sync above made the previous meta durable too.
+        Durability::NoMetaSync if ws.current_steady => {
+            // The data sync above made the previous meta durable too; it
+            // counts only if it was written steady (an unsynced
+            // SafeNoSync meta is not trusted after a crash, synced or not).
             ws.durable_txnid = prev.txnid;
             ws.meta_steady = ws.meta_current;
         }
-        Durability::SafeNoSync | Durability::NoSync => {}
+        _ => {}
     }
     ws.meta_current = slot;
+    ws.current_steady = flags & meta::STEADY != 0;
     env.lock.publish(
         &Published {
             txnid: w.txnid,

@@ -83,11 +83,18 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
         }
         (k.to_vec(), pages)
     };
+    let before = w.reclaimed.len();
     w.reclaimed.extend_from_slice(&pages);
     w.loading_gc = true;
     let mut gc = w.gc;
     let r = delete::delete(w, map, &mut gc, &k);
     w.loading_gc = false;
+    if r.is_err() {
+        // The record stays in the GC, so its pages must not be reusable
+        // (a failed reserve changed nothing, so the rest is as it was).
+        w.reclaimed.truncate(before);
+        return r.map(|_| false);
+    }
     w.gc = gc;
     if !r? {
         // The cursor found it but a search cannot: keys out of order. Going

@@ -508,8 +508,9 @@ impl<'env> RwTxn<'env> {
         let r = delete::delete(&mut self.w, &self.env.map, &mut cat, name.as_bytes());
         match &r {
             Ok(_) => self.w.catalog = cat,
-            Err(e) if !e.leaves_txn_intact() => self.broken = true,
-            Err(_) => {}
+            // The database is already emptied: whatever the error, the
+            // transaction no longer matches any state the caller asked for.
+            Err(_) => self.broken = true,
         }
         r?;
         let n = self.named(db)?;

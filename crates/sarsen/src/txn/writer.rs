@@ -181,19 +181,18 @@ impl Writer {
     }
 
     /// Allocates `n` contiguous page numbers: from the reclaimed free pages,
-    /// then from the GC, then from the end of the file.
+    /// else from the end of the file. GC records are loaded only by
+    /// [`Writer::reserve`], before an operation changes anything, so that an
+    /// allocation in the middle of one never spends the pages reserved for
+    /// it on deleting a GC record.
     pub(crate) fn alloc(&mut self, map: &Map, n: usize) -> Result<Pgno> {
-        loop {
-            if n == 1 {
-                if let Some(p) = self.reclaimed.pop() {
-                    return Ok(p);
-                }
-            } else if let Some(p) = take_run(&mut self.reclaimed, n) {
+        let _ = map;
+        if n == 1 {
+            if let Some(p) = self.reclaimed.pop() {
                 return Ok(p);
             }
-            if self.committing || !crate::txn::gc::load_record(self, map)? {
-                break;
-            }
+        } else if let Some(p) = take_run(&mut self.reclaimed, n) {
+            return Ok(p);
         }
         let p = self.next_pgno;
         let end = u64::from(p) + n as u64;
@@ -207,21 +206,28 @@ impl Writer {
     }
 
     /// Makes sure `pages` pages can be allocated, `run` of them contiguous
-    /// (an overflow run, taken from the end of the file), loading GC records
-    /// as needed. Operations call this before changing anything, so that
-    /// running out of space fails cleanly.
+    /// (an overflow run, taken from the end of the file). Operations call
+    /// this before changing anything, so that running out of space fails
+    /// cleanly. Reuse comes first: GC records are loaded until the reclaimed
+    /// pages alone cover the operation, and only then is the end of the
+    /// file counted.
     pub(crate) fn reserve(&mut self, map: &Map, pages: usize, run: usize) -> Result<()> {
-        loop {
-            let tail = u64::from(self.upper_pgno.saturating_sub(self.next_pgno));
-            if self.reclaimed.len() as u64 + tail >= pages as u64 && tail >= run as u64 {
-                return Ok(());
+        // An overflow run wants `run` consecutive free pages: keep loading
+        // records while none is there (the file end is the last resort).
+        let mut have_run = run <= 1 || has_run(&mut self.reclaimed, run);
+        while !self.committing && (self.reclaimed.len() < pages || !have_run) {
+            if !crate::txn::gc::load_record(self, map)? {
+                break;
             }
-            if self.committing || !crate::txn::gc::load_record(self, map)? {
-                return Err(Error::UpperBoundReached {
-                    upper: u64::from(self.upper_pgno) * self.layout.psize as u64,
-                });
-            }
+            have_run = have_run || has_run(&mut self.reclaimed, run);
         }
+        let tail = u64::from(self.upper_pgno.saturating_sub(self.next_pgno));
+        if self.reclaimed.len() as u64 + tail >= pages as u64 && (have_run || tail >= run as u64) {
+            return Ok(());
+        }
+        Err(Error::UpperBoundReached {
+            upper: u64::from(self.upper_pgno) * self.layout.psize as u64,
+        })
     }
 
     /// Allocates a fresh dirty page of `kind`.
@@ -242,6 +248,20 @@ impl Writer {
         } else {
             self.freed.extend((0..n as Pgno).map(|i| pgno + i));
         }
+    }
+
+    /// Frees an overflow run named by a leaf node, after checking that the
+    /// run lies inside the allocated pages (the node may come from a
+    /// damaged file).
+    pub(crate) fn free_run(&mut self, pgno: Pgno, n: usize) -> Result<()> {
+        if pgno < page::META_PAGES || u64::from(pgno) + n as u64 > u64::from(self.next_pgno) {
+            return Err(Error::corrupted(
+                u64::from(pgno),
+                "overflow run outside the allocated pages",
+            ));
+        }
+        self.free(pgno, n);
+        Ok(())
     }
 
     /// Copy-on-write: makes page `pgno` dirty, returning its (possibly new)
@@ -288,24 +308,33 @@ impl Writer {
     }
 }
 
-/// Removes a run of `n` consecutive page numbers from `list`, if it holds one.
+/// Whether `w` (descending) is a run of consecutive page numbers. Checked
+/// step by step, so duplicates (possible only in a damaged GC) never pass.
+fn is_run(w: &[Pgno]) -> bool {
+    w.windows(2).all(|p| p[0].checked_sub(1) == Some(p[1]))
+}
+
+/// Whether `list` holds `n` consecutive page numbers (sorts it).
+fn has_run(list: &mut [Pgno], n: usize) -> bool {
+    if list.len() < n {
+        return false;
+    }
+    list.sort_unstable_by(|a, b| b.cmp(a));
+    list.windows(n).any(is_run)
+}
+
+/// Removes a run of `n` consecutive page numbers from `list`, if it holds
+/// one, and returns its first page.
 fn take_run(list: &mut Vec<Pgno>, n: usize) -> Option<Pgno> {
     if list.len() < n {
         return None;
     }
     list.sort_unstable_by(|a, b| b.cmp(a));
     // Descending order: a run p, p+1, .., p+n-1 sits at i+n-1 .. i.
-    let mut i = 0;
-    while i + n <= list.len() {
-        let hi = list[i];
-        let lo = list[i + n - 1];
-        if hi - lo == (n - 1) as Pgno {
-            list.drain(i..i + n);
-            return Some(lo);
-        }
-        i += 1;
-    }
-    None
+    let i = list.windows(n).position(is_run)?;
+    let lo = list[i + n - 1];
+    list.drain(i..i + n);
+    Some(lo)
 }
 
 /// The write transaction's read view: dirty pages first, then the map.
