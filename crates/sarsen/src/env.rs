@@ -471,8 +471,11 @@ impl Env {
             layout: self.layout,
             limit: m.next_pgno,
         };
+        // Each page belongs to one place in one tree: a page reached twice
+        // means a damaged tree (and, unchecked, exponential work).
+        let mut seen = rustc_hash::FxHashSet::default();
         for rec in [&m.gc, &m.catalog, &m.main] {
-            self.verify_tree(src, rec, m.txnid)?;
+            self.verify_tree(src, rec, m.txnid, &mut seen)?;
         }
         if m.catalog.root != 0 {
             let mut c =
@@ -480,7 +483,7 @@ impl Env {
             let mut e = c.first()?;
             while let Some((_, v)) = e {
                 if let Some(rec) = DbRecord::decode(v) {
-                    self.verify_tree(src, &rec, m.txnid)?;
+                    self.verify_tree(src, &rec, m.txnid, &mut seen)?;
                 }
                 e = c.next()?;
             }
@@ -488,15 +491,34 @@ impl Env {
         Ok(())
     }
 
-    fn verify_tree(&self, src: MapSource<'_>, rec: &DbRecord, txnid: u64) -> Result<()> {
+    fn verify_tree(
+        &self,
+        src: MapSource<'_>,
+        rec: &DbRecord,
+        txnid: u64,
+        seen: &mut rustc_hash::FxHashSet<Pgno>,
+    ) -> Result<()> {
         if rec.root == 0 || rec.mod_txnid != txnid {
             return Ok(());
         }
         let depth = crate::btree::check_depth(rec)?;
-        self.verify_page(src, rec.root, rec.root_cksum, depth)
+        self.verify_page(src, rec.root, rec.root_cksum, depth, seen)
     }
 
-    fn verify_page(&self, src: MapSource<'_>, pgno: Pgno, sum: u64, levels: usize) -> Result<()> {
+    fn verify_page(
+        &self,
+        src: MapSource<'_>,
+        pgno: Pgno,
+        sum: u64,
+        levels: usize,
+        seen: &mut rustc_hash::FxHashSet<Pgno>,
+    ) -> Result<()> {
+        if !seen.insert(pgno) {
+            return Err(Error::corrupted(
+                u64::from(pgno),
+                "page reachable twice in the newest commit",
+            ));
+        }
         let ps = self.layout.psize;
         let bytes = self
             .map
@@ -542,7 +564,7 @@ impl Env {
             } else {
                 let n = p.branch(i)?;
                 if n.flags & crate::page::node::FRESH != 0 {
-                    self.verify_page(src, n.child, n.cksum, levels - 1)?;
+                    self.verify_page(src, n.child, n.cksum, levels - 1, seen)?;
                 }
             }
         }

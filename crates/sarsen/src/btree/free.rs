@@ -11,7 +11,8 @@ pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result
     if rec.root != 0 {
         w.clear_hint(rec.root);
         let depth = check_depth(rec)?;
-        free_page(w, map, rec.root, depth)?;
+        let mut seen = rustc_hash::FxHashSet::default();
+        free_page(w, map, rec.root, depth, &mut seen)?;
     }
     let flags = rec.flags;
     let seq = rec.sequence;
@@ -23,7 +24,22 @@ pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result
     Ok(())
 }
 
-fn free_page(w: &mut Writer, map: &Map, pgno: Pgno, levels: usize) -> Result<()> {
+/// Frees page `pgno` and everything below it. `seen` holds the pages freed
+/// so far: a page reached twice (a damaged tree) is an error, not a double
+/// free (and not exponential work).
+fn free_page(
+    w: &mut Writer,
+    map: &Map,
+    pgno: Pgno,
+    levels: usize,
+    seen: &mut rustc_hash::FxHashSet<Pgno>,
+) -> Result<()> {
+    if !seen.insert(pgno) {
+        return Err(Error::corrupted(
+            u64::from(pgno),
+            "page reachable twice in one tree",
+        ));
+    }
     if levels == 0 {
         return Err(Error::corrupted(
             u64::from(pgno),
@@ -49,7 +65,7 @@ fn free_page(w: &mut Writer, map: &Map, pgno: Pgno, levels: usize) -> Result<()>
         }
     }
     for c in children {
-        free_page(w, map, c, levels - 1)?;
+        free_page(w, map, c, levels - 1, seen)?;
     }
     for (r, n) in runs {
         w.free_run(r, n)?;
