@@ -471,9 +471,7 @@ impl Env {
             layout: self.layout,
             limit: m.next_pgno,
         };
-        // Each page belongs to one place in one tree: a page reached twice
-        // means a damaged tree (and, unchecked, exponential work).
-        let mut seen = rustc_hash::FxHashSet::default();
+        let mut seen = crate::btree::Visited::default();
         for rec in [&m.gc, &m.catalog, &m.main] {
             self.verify_tree(src, rec, m.txnid, &mut seen)?;
         }
@@ -496,7 +494,7 @@ impl Env {
         src: MapSource<'_>,
         rec: &DbRecord,
         txnid: u64,
-        seen: &mut rustc_hash::FxHashSet<Pgno>,
+        seen: &mut crate::btree::Visited,
     ) -> Result<()> {
         if rec.root == 0 || rec.mod_txnid != txnid {
             return Ok(());
@@ -511,14 +509,9 @@ impl Env {
         pgno: Pgno,
         sum: u64,
         levels: usize,
-        seen: &mut rustc_hash::FxHashSet<Pgno>,
+        seen: &mut crate::btree::Visited,
     ) -> Result<()> {
-        if !seen.insert(pgno) {
-            return Err(Error::corrupted(
-                u64::from(pgno),
-                "page reachable twice in the newest commit",
-            ));
-        }
+        seen.enter(pgno)?;
         let ps = self.layout.psize;
         let bytes = self
             .map

@@ -1,6 +1,6 @@
 //! Releasing a whole tree (clear and drop of a database).
 
-use super::{check_depth, Source};
+use super::{check_depth, Source, Visited};
 use crate::error::{Error, Result};
 use crate::io::Map;
 use crate::page::{DbRecord, LeafValue, Pgno};
@@ -11,7 +11,7 @@ pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result
     if rec.root != 0 {
         w.clear_hint(rec.root);
         let depth = check_depth(rec)?;
-        let mut seen = rustc_hash::FxHashSet::default();
+        let mut seen = Visited::default();
         free_page(w, map, rec.root, depth, &mut seen)?;
     }
     let flags = rec.flags;
@@ -24,22 +24,15 @@ pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result
     Ok(())
 }
 
-/// Frees page `pgno` and everything below it. `seen` holds the pages freed
-/// so far: a page reached twice (a damaged tree) is an error, not a double
-/// free (and not exponential work).
+/// Frees page `pgno` and everything below it (`seen`: see [`Visited`]).
 fn free_page(
     w: &mut Writer,
     map: &Map,
     pgno: Pgno,
     levels: usize,
-    seen: &mut rustc_hash::FxHashSet<Pgno>,
+    seen: &mut Visited,
 ) -> Result<()> {
-    if !seen.insert(pgno) {
-        return Err(Error::corrupted(
-            u64::from(pgno),
-            "page reachable twice in one tree",
-        ));
-    }
+    seen.enter(pgno)?;
     if levels == 0 {
         return Err(Error::corrupted(
             u64::from(pgno),

@@ -107,6 +107,27 @@ pub(crate) fn check_depth(rec: &DbRecord) -> Result<usize> {
     Ok(d)
 }
 
+/// The pages a whole-tree walk (freeing a tree, verifying a commit) has
+/// reached. Each page has one place in one tree, so a page reached twice
+/// means a damaged tree: an error, rather than a double free or, with
+/// shared children, exponential work.
+#[derive(Default)]
+pub(crate) struct Visited(rustc_hash::FxHashSet<Pgno>);
+
+impl Visited {
+    /// Records `pgno`; `Corrupted` if it was reached before.
+    pub(crate) fn enter(&mut self, pgno: Pgno) -> Result<()> {
+        if self.0.insert(pgno) {
+            Ok(())
+        } else {
+            Err(Error::corrupted(
+                u64::from(pgno),
+                "page reachable twice in one tree walk",
+            ))
+        }
+    }
+}
+
 /// Error for a page whose kind does not fit its level.
 pub(crate) fn bad_level(pgno: Pgno) -> Error {
     Error::corrupted(
