@@ -11,8 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::Params;
 use crate::data::{mix64, KeyFormat, Permutation, Values};
-use crate::engines::lmdb::LmdbEngine;
-use crate::engines::sarsen::SarsenEngine;
 use crate::engines::{Engine, EngineKind, OpenOptions, Reader, Result, SyncMode};
 use crate::workload::{fillsync_count, DbState, Workload};
 
@@ -62,10 +60,7 @@ pub struct Measurement {
 
 /// Runs `spec` in this process.
 pub fn run_spec(spec: &Spec) -> Result<Measurement> {
-    match spec.engine {
-        EngineKind::Sarsen => run::<SarsenEngine>(spec),
-        EngineKind::Lmdb => run::<LmdbEngine>(spec),
-    }
+    crate::with_engine!(spec.engine, E => run::<E>(spec), missing => Err(spec.engine.not_built()))
 }
 
 /// Everything a workload needs, shared by its threads.
@@ -116,6 +111,8 @@ fn run<E: Engine>(spec: &Spec) -> Result<Measurement> {
         data_bytes: p.num.saturating_mul((p.key_size + p.value_size) as u64),
         readers: u32::try_from(p.threads)?,
         random_reads: matches!(w, Workload::ReadRandom | Workload::ReadWhileWriting),
+        merge_operator: None,
+        cache_bytes: 0,
     };
     let engine = E::open(&spec.dir, &opts)?;
     let ctx = Ctx {
@@ -396,7 +393,7 @@ fn read_seq<E: Engine>(ctx: &Ctx<'_, E>) -> Result<Measurement> {
         last: None,
     });
     let start = Instant::now();
-    let n = ctx.engine.scan(|k, v| {
+    let n = ctx.engine.scan(false, |k, v| {
         bytes += (k.len() + v.len()) as u64;
         if let Some(c) = checker.as_mut() {
             c.visit(k, v);
@@ -422,7 +419,7 @@ fn verify_scan<E: Engine>(ctx: &Ctx<'_, E>, state: DbState) -> Result<()> {
         state,
         last: None,
     };
-    let n = ctx.engine.scan(|k, v| checker.visit(k, v))?;
+    let n = ctx.engine.scan(false, |k, v| checker.visit(k, v))?;
     checker.finish(n);
     Ok(())
 }

@@ -14,7 +14,7 @@ use std::ptr;
 
 use lmdb_master_sys as ffi;
 
-use super::{Engine, OpenOptions, Reader, Result, SyncMode};
+use super::{Engine, OpenOptions, Reader, Result, SyncMode, UpdateFn};
 
 /// A failed LMDB call.
 #[derive(Debug)]
@@ -103,6 +103,20 @@ impl LmdbEngine {
 impl Engine for LmdbEngine {
     type Reader<'a> = LmdbReader<'a>;
 
+    const MAPS_DB: bool = true;
+
+    fn config(opts: &OpenOptions) -> String {
+        let mut c = String::from("MDB_WRITEMAP");
+        if opts.sync == SyncMode::Async {
+            c.push_str(" | MDB_NOSYNC | MDB_NOMETASYNC");
+        }
+        if opts.random_reads {
+            c.push_str(" | MDB_NORDAHEAD");
+        }
+        c.push_str("; MDB_APPEND for fillseq; reset/renew read txn per get");
+        c
+    }
+
     fn version() -> String {
         // SAFETY: null out-pointers are allowed; the result is a static C string.
         let v = unsafe {
@@ -168,6 +182,56 @@ impl Engine for LmdbEngine {
         })
     }
 
+    fn delete_batch(&self, keys: &[&[u8]]) -> Result<u64> {
+        let mut found = 0;
+        self.in_write_txn(|txn| {
+            for k in keys {
+                let mut key = val(k);
+                // SAFETY: `txn` is a live write transaction, `dbi` is open, `key`
+                // points to a live slice; a null data pointer deletes the key.
+                let rc = unsafe { ffi::mdb_del(txn, self.dbi, &mut key, ptr::null_mut()) };
+                match rc {
+                    ffi::MDB_SUCCESS => found += 1,
+                    ffi::MDB_NOTFOUND => {}
+                    rc => check("mdb_del", rc)?,
+                }
+            }
+            Ok(())
+        })?;
+        Ok(found)
+    }
+
+    fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
+        let mut found = 0;
+        let mut buf = Vec::new();
+        self.in_write_txn(|txn| {
+            for (i, k) in keys.iter().enumerate() {
+                let mut key = val(k);
+                let mut data = val(&[]);
+                // SAFETY: `txn` is a live write transaction, `dbi` open, `key` live.
+                let rc = unsafe { ffi::mdb_get(txn, self.dbi, &mut key, &mut data) };
+                buf.clear();
+                match rc {
+                    ffi::MDB_SUCCESS => {
+                        found += 1;
+                        // SAFETY: `data` came from a successful mdb_get in `txn` and is
+                        // used before the put below changes the database.
+                        update(i, Some(unsafe { bytes(&data) }), &mut buf);
+                    }
+                    ffi::MDB_NOTFOUND => update(i, None, &mut buf),
+                    rc => check("mdb_get", rc)?,
+                }
+                let mut data = val(&buf);
+                // SAFETY: as for mdb_get; LMDB copies `buf`.
+                check("mdb_put", unsafe {
+                    ffi::mdb_put(txn, self.dbi, &mut key, &mut data, 0)
+                })?;
+            }
+            Ok(())
+        })?;
+        Ok(found)
+    }
+
     fn reader(&self) -> Result<LmdbReader<'_>> {
         let mut txn = ptr::null_mut();
         // SAFETY: `self.env` is open; the out pointer is valid.
@@ -183,7 +247,12 @@ impl Engine for LmdbEngine {
         })
     }
 
-    fn scan<F: FnMut(&[u8], &[u8])>(&self, mut visit: F) -> Result<u64> {
+    fn scan<F: FnMut(&[u8], &[u8])>(&self, reverse: bool, mut visit: F) -> Result<u64> {
+        let step = if reverse {
+            ffi::MDB_PREV
+        } else {
+            ffi::MDB_NEXT
+        };
         let mut txn = ptr::null_mut();
         // SAFETY: `self.env` is open; the out pointer is valid.
         check("mdb_txn_begin(RDONLY)", unsafe {
@@ -201,7 +270,7 @@ impl Engine for LmdbEngine {
         let mut n = 0;
         let rc = loop {
             // SAFETY: `cursor` is open on the live `txn`; out values are valid.
-            let rc = unsafe { ffi::mdb_cursor_get(cursor, &mut key, &mut data, ffi::MDB_NEXT) };
+            let rc = unsafe { ffi::mdb_cursor_get(cursor, &mut key, &mut data, step) };
             if rc != ffi::MDB_SUCCESS {
                 break rc;
             }
@@ -261,6 +330,34 @@ impl Reader for LmdbReader<'_> {
             ffi::MDB_NOTFOUND => Ok(None),
             rc => check("mdb_get", rc).map(|()| None),
         };
+        // SAFETY: `txn` is a live read-only transaction; reset releases its snapshot.
+        unsafe { ffi::mdb_txn_reset(self.txn) };
+        out
+    }
+
+    fn get_batch(
+        &mut self,
+        keys: &[&[u8]],
+        visit: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        // SAFETY: `txn` is a reset read-only transaction of this thread.
+        check("mdb_txn_renew", unsafe { ffi::mdb_txn_renew(self.txn) })?;
+        let mut out = Ok(());
+        for (i, key) in keys.iter().enumerate() {
+            let mut k = val(key);
+            let mut data = val(&[]);
+            // SAFETY: `txn` is live, `dbi` open, `k` points to `key`.
+            let rc = unsafe { ffi::mdb_get(self.txn, self.dbi, &mut k, &mut data) };
+            match rc {
+                // SAFETY: `data` came from a successful mdb_get; used before the reset.
+                ffi::MDB_SUCCESS => visit(i, Some(unsafe { bytes(&data) })),
+                ffi::MDB_NOTFOUND => visit(i, None),
+                rc => {
+                    out = check("mdb_get", rc);
+                    break;
+                }
+            }
+        }
         // SAFETY: `txn` is a live read-only transaction; reset releases its snapshot.
         unsafe { ffi::mdb_txn_reset(self.txn) };
         out

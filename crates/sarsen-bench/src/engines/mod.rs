@@ -1,11 +1,28 @@
 //! The storage engines under test, each behind the [`Engine`] trait in its own module.
 //!
-//! To add a peer (libmdbx, RocksDB, redb, ...): write one module implementing
-//! [`Engine`] and [`Reader`], add a variant to [`EngineKind`], and one arm to
-//! [`EngineKind::version`] and to `exec::run_spec`.
+//! Sarsen and LMDB (from its bundled C source) are always built. Each peer is behind
+//! a cargo feature of its name: `redb`, `fjall` and `sled` build with cargo alone and
+//! are default features; `libmdbx` and `rocksdb` need libclang for bindgen (RocksDB
+//! also a long C++ build) and `leveldb` a Debian package, so they are off by default
+//! (see the README for the command that installs what they need).
+//!
+//! To add a peer: write one module implementing [`Engine`] and [`Reader`], add a
+//! variant to [`EngineKind`] and one line to [`with_engine!`].
 
+#[cfg(feature = "fjall")]
+pub mod fjall;
+#[cfg(feature = "leveldb")]
+pub mod leveldb;
+#[cfg(feature = "libmdbx")]
+pub mod libmdbx;
 pub mod lmdb;
+#[cfg(feature = "redb")]
+pub mod redb;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
 pub mod sarsen;
+#[cfg(feature = "sled")]
+pub mod sled;
 
 use std::path::Path;
 
@@ -16,7 +33,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Result with a boxed error.
 pub type Result<T> = std::result::Result<T, BoxError>;
 
-/// The engines the harness can drive.
+/// The engines the harness can drive (built or not: see [`EngineKind::is_built`]).
 #[derive(
     Clone,
     Copy,
@@ -36,6 +53,69 @@ pub enum EngineKind {
     Sarsen,
     /// LMDB (lmdb-master-sys, the `mdb.master` branch).
     Lmdb,
+    /// libmdbx (the `libmdbx` crate; cargo feature `libmdbx`).
+    Libmdbx,
+    /// redb.
+    Redb,
+    /// fjall, an LSM tree in Rust.
+    Fjall,
+    /// RocksDB (the `rocksdb` crate, bundled build; cargo feature `rocksdb`).
+    Rocksdb,
+    /// LevelDB (Debian's libleveldb through `leveldb-sys`; cargo feature `leveldb`).
+    Leveldb,
+    /// sled 0.34.
+    Sled,
+}
+
+/// Runs `$body` with the type alias `$E` bound to the [`Engine`] of `$kind`, or
+/// evaluates `$missing` when that engine was not compiled in.
+#[macro_export]
+macro_rules! with_engine {
+    ($kind:expr, $E:ident => $body:expr, missing => $missing:expr) => {{
+        use $crate::engines::EngineKind as K;
+        match $kind {
+            K::Sarsen => {
+                type $E = $crate::engines::sarsen::SarsenEngine;
+                $body
+            }
+            K::Lmdb => {
+                type $E = $crate::engines::lmdb::LmdbEngine;
+                $body
+            }
+            #[cfg(feature = "redb")]
+            K::Redb => {
+                type $E = $crate::engines::redb::RedbEngine;
+                $body
+            }
+            #[cfg(feature = "fjall")]
+            K::Fjall => {
+                type $E = $crate::engines::fjall::FjallEngine;
+                $body
+            }
+            #[cfg(feature = "sled")]
+            K::Sled => {
+                type $E = $crate::engines::sled::SledEngine;
+                $body
+            }
+            #[cfg(feature = "libmdbx")]
+            K::Libmdbx => {
+                type $E = $crate::engines::libmdbx::MdbxEngine;
+                $body
+            }
+            #[cfg(feature = "rocksdb")]
+            K::Rocksdb => {
+                type $E = $crate::engines::rocksdb::RocksEngine;
+                $body
+            }
+            #[cfg(feature = "leveldb")]
+            K::Leveldb => {
+                type $E = $crate::engines::leveldb::LevelDbEngine;
+                $body
+            }
+            #[allow(unreachable_patterns)]
+            _ => $missing,
+        }
+    }};
 }
 
 impl EngineKind {
@@ -44,25 +124,82 @@ impl EngineKind {
         match self {
             EngineKind::Sarsen => "sarsen",
             EngineKind::Lmdb => "lmdb",
+            EngineKind::Libmdbx => "libmdbx",
+            EngineKind::Redb => "redb",
+            EngineKind::Fjall => "fjall",
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Leveldb => "leveldb",
+            EngineKind::Sled => "sled",
         }
+    }
+
+    /// The cargo feature that builds this engine, if it is not always built.
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Sarsen | EngineKind::Lmdb => None,
+            other => Some(other.name()),
+        }
+    }
+
+    /// Whether this binary was built with the engine.
+    pub fn is_built(self) -> bool {
+        with_engine!(self, E => { let _ = std::marker::PhantomData::<E>; true }, missing => false)
+    }
+
+    /// The error for an engine this binary was built without.
+    pub fn not_built(self) -> BoxError {
+        format!(
+            "engine {} is not built in; rebuild sarsen-bench with `--features {}`",
+            self.name(),
+            self.feature().unwrap_or("?")
+        )
+        .into()
     }
 
     /// Version string of the engine library.
     pub fn version(self) -> String {
-        match self {
-            EngineKind::Sarsen => sarsen::SarsenEngine::version(),
-            EngineKind::Lmdb => lmdb::LmdbEngine::version(),
-        }
+        with_engine!(self, E => E::version(), missing => "not built".to_string())
+    }
+
+    /// How the harness configures the engine for `opts`, in one line.
+    pub fn config(self, opts: &OpenOptions) -> String {
+        with_engine!(self, E => E::config(opts), missing => "not built".to_string())
+    }
+
+    /// Whether the engine's database lives in the process's memory map.
+    pub fn maps_db(self) -> bool {
+        with_engine!(self, E => E::MAPS_DB, missing => false)
+    }
+
+    /// Whether the engine lets several threads write at once.
+    pub fn concurrent_writers(self) -> bool {
+        with_engine!(self, E => E::CONCURRENT_WRITERS, missing => false)
+    }
+
+    /// Whether the engine has a merge operator.
+    pub fn has_merge(self) -> bool {
+        with_engine!(self, E => E::has_merge(), missing => false)
     }
 }
 
 /// When commits reach stable storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncMode {
-    /// Commits are not flushed (LMDB `MDB_NOSYNC`, Sarsen `Durability::NoSync`).
+    /// Commits are not flushed (LMDB `MDB_NOSYNC`, Sarsen `Durability::NoSync`,
+    /// RocksDB with the WAL off, redb `Durability::None`).
     Async,
-    /// Every commit is fsync'd before it returns.
+    /// Every commit is on stable storage (fsync'd) before it returns.
     Durable,
+}
+
+/// A merge operator an engine opens its database with (RocksDB's names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum MergeOperator {
+    /// Values and operands are 8-byte little-endian unsigned integers; merge adds
+    /// the operand, wrapping (RocksDB's `UInt64AddOperator`). A missing value is 0.
+    #[value(name = "uint64add")]
+    Uint64Add,
 }
 
 /// How a workload opens an engine.
@@ -76,19 +213,47 @@ pub struct OpenOptions {
     pub readers: u32,
     /// The workload reads at random (engines may disable read-ahead).
     pub random_reads: bool,
+    /// The merge operator to attach, for engines that have merge.
+    pub merge_operator: Option<MergeOperator>,
+    /// Bytes of block cache for engines that have one (RocksDB, LevelDB, fjall);
+    /// the same budget for all of them.
+    pub cache_bytes: u64,
+}
+
+/// A new value for a key, computed from its current one by `Engine::update_batch`:
+/// called with the index of the key in the batch, the value the key holds in the
+/// write transaction (None if absent), and an empty buffer to fill with the new value.
+pub type UpdateFn<'f> = dyn FnMut(usize, Option<&[u8]>, &mut Vec<u8>) + 'f;
+
+/// The error of an engine asked for an operation it does not have.
+pub fn unsupported(engine: &str, what: &str) -> BoxError {
+    format!("{engine} has no {what}").into()
 }
 
 /// One key-value store opened on a directory.
 ///
-/// An engine is shared by reference between reader threads and one writer thread.
+/// An engine is shared by reference between reader threads and writer threads; every
+/// `*_batch` method is one write transaction (one `WriteBatch` for LSM engines), committed
+/// with the [`SyncMode`] the engine was opened with.
 pub trait Engine: Sized + Sync {
     /// Per-thread read handle, see [`Reader`].
     type Reader<'a>: Reader
     where
         Self: 'a;
 
+    /// Whether several threads may write at once without serializing on one lock
+    /// (LSM engines). The harness gives single-writer engines one writer thread.
+    const CONCURRENT_WRITERS: bool = false;
+
+    /// Whether the database lives in the process's memory map, so that the process's
+    /// RSS already counts the database pages it touched.
+    const MAPS_DB: bool;
+
     /// Version string of the engine library.
     fn version() -> String;
+
+    /// How the harness configured the engine, in one line for reports.
+    fn config(opts: &OpenOptions) -> String;
 
     /// Opens the store in `dir` (an existing directory), creating it if empty.
     fn open(dir: &Path, opts: &OpenOptions) -> Result<Self>;
@@ -98,12 +263,34 @@ pub trait Engine: Sized + Sync {
     /// and the engine may use an append mode (LMDB `MDB_APPEND`).
     fn write_batch(&self, pairs: &[(&[u8], &[u8])], sorted_append: bool) -> Result<()>;
 
+    /// Deletes `keys` in one write transaction; returns how many of them existed
+    /// (engines that cannot tell cheaply, such as LSM trees, return `keys.len()`).
+    fn delete_batch(&self, keys: &[&[u8]]) -> Result<u64>;
+
+    /// Read-modify-write of `keys` in one write transaction: for each key in order,
+    /// gets its value, calls `update` for the new one, and puts it. Returns how many
+    /// keys existed. This is db_bench's `updaterandom` unit.
+    fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64>;
+
+    /// Merges each operand into its key with the merge operator the engine was opened
+    /// with, in one write transaction, in order. Engines without merge return
+    /// [`unsupported`].
+    fn merge_batch(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        let _ = pairs;
+        Err(unsupported("this engine", "merge operator"))
+    }
+
+    /// Whether [`Engine::merge_batch`] works.
+    fn has_merge() -> bool {
+        false
+    }
+
     /// A read handle for the calling thread.
     fn reader(&self) -> Result<Self::Reader<'_>>;
 
-    /// Scans every entry in key order in one read transaction, calling `visit` on
-    /// each; returns the number of entries.
-    fn scan<F: FnMut(&[u8], &[u8])>(&self, visit: F) -> Result<u64>;
+    /// Scans every entry in key order (descending with `reverse`) in one read
+    /// transaction, calling `visit` on each; returns the number of entries.
+    fn scan<F: FnMut(&[u8], &[u8])>(&self, reverse: bool, visit: F) -> Result<u64>;
 
     /// Flushes all committed data to stable storage.
     fn sync(&self) -> Result<()>;
@@ -114,4 +301,12 @@ pub trait Reader {
     /// Looks `key` up in a fresh read transaction (one transaction per call) and, if
     /// found, returns `f` applied to the value.
     fn get<R, F: FnOnce(&[u8]) -> R>(&mut self, key: &[u8], f: F) -> Result<Option<R>>;
+
+    /// Looks every key of `keys` up in one read transaction (one snapshot), calling
+    /// `visit` with the key's index in `keys` and its value, if found.
+    fn get_batch(
+        &mut self,
+        keys: &[&[u8]],
+        visit: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()>;
 }

@@ -1,10 +1,11 @@
-//! Sarsen through its public API, with default options except durability.
+//! Sarsen through its public API: default options, except `Durability::NoSync` with
+//! a writable map for asynchronous workloads (as LMDB's `MDB_WRITEMAP | MDB_NOSYNC`).
 
 use std::path::Path;
 
 use ::sarsen::{Database, Durability, Env, EnvOptions};
 
-use super::{Engine, OpenOptions, Reader, Result, SyncMode};
+use super::{Engine, OpenOptions, Reader, Result, SyncMode, UpdateFn};
 
 /// A Sarsen environment and its main database.
 pub struct SarsenEngine {
@@ -15,8 +16,17 @@ pub struct SarsenEngine {
 impl Engine for SarsenEngine {
     type Reader<'a> = SarsenReader<'a>;
 
+    const MAPS_DB: bool = true;
+
     fn version() -> String {
-        "workspace crate".to_string()
+        format!("{} (workspace)", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn config(opts: &OpenOptions) -> String {
+        match opts.sync {
+            SyncMode::Async => "Durability::NoSync, write_map(true)".into(),
+            SyncMode::Durable => "Durability::Durable (one fdatasync per commit)".into(),
+        }
     }
 
     fn open(dir: &Path, opts: &OpenOptions) -> Result<Self> {
@@ -37,13 +47,39 @@ impl Engine for SarsenEngine {
     }
 
     fn write_batch(&self, pairs: &[(&[u8], &[u8])], _sorted_append: bool) -> Result<()> {
-        // Sarsen has no append mode: `sorted_append` is only a hint.
+        // No flag needed: Sarsen's insert notices ascending keys at the right edge and
+        // splits pages full there (its append fast path).
         let mut txn = self.env.write_txn()?;
         for &(k, v) in pairs {
             txn.put(self.db, k, v)?;
         }
         txn.commit()?;
         Ok(())
+    }
+
+    fn delete_batch(&self, keys: &[&[u8]]) -> Result<u64> {
+        let mut txn = self.env.write_txn()?;
+        let mut found = 0;
+        for k in keys {
+            found += u64::from(txn.delete(self.db, k)?);
+        }
+        txn.commit()?;
+        Ok(found)
+    }
+
+    fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
+        let mut txn = self.env.write_txn()?;
+        let mut buf = Vec::new();
+        let mut found = 0;
+        for (i, k) in keys.iter().enumerate() {
+            buf.clear();
+            let old = txn.get(self.db, k)?;
+            found += u64::from(old.is_some());
+            update(i, old, &mut buf);
+            txn.put(self.db, k, &buf)?;
+        }
+        txn.commit()?;
+        Ok(found)
     }
 
     fn reader(&self) -> Result<SarsenReader<'_>> {
@@ -53,13 +89,19 @@ impl Engine for SarsenEngine {
         })
     }
 
-    fn scan<F: FnMut(&[u8], &[u8])>(&self, mut visit: F) -> Result<u64> {
+    fn scan<F: FnMut(&[u8], &[u8])>(&self, reverse: bool, mut visit: F) -> Result<u64> {
         let txn = self.env.read_txn()?;
         let mut n = 0;
-        for entry in txn.iter(self.db)? {
+        let mut each = |entry: ::sarsen::Result<(&[u8], &[u8])>| -> Result<()> {
             let (k, v) = entry?;
             visit(k, v);
             n += 1;
+            Ok(())
+        };
+        if reverse {
+            txn.iter(self.db)?.rev().try_for_each(&mut each)?;
+        } else {
+            txn.iter(self.db)?.try_for_each(&mut each)?;
         }
         Ok(n)
     }
@@ -81,5 +123,17 @@ impl Reader for SarsenReader<'_> {
         let txn = self.env.read_txn()?;
         let value = txn.get(self.db, key)?;
         Ok(value.map(f))
+    }
+
+    fn get_batch(
+        &mut self,
+        keys: &[&[u8]],
+        visit: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        let txn = self.env.read_txn()?;
+        for (i, k) in keys.iter().enumerate() {
+            visit(i, txn.get(self.db, k)?);
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,1 @@
+//! fjall: not written yet.

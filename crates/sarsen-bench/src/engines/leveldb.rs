@@ -1,0 +1,1 @@
+//! leveldb: not written yet.

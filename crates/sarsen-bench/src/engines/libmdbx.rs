@@ -1,0 +1,1 @@
+//! libmdbx: not written yet.

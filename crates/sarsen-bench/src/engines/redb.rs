@@ -1,0 +1,1 @@
+//! redb: not written yet.

@@ -1,0 +1,1 @@
+//! rocksdb: not written yet.
