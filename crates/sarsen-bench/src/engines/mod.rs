@@ -310,3 +310,166 @@ pub trait Reader {
         visit: &mut dyn FnMut(usize, Option<&[u8]>),
     ) -> Result<()>;
 }
+
+/// A conformance test every engine module runs on itself: each [`Engine`] and
+/// [`Reader`] method against a `BTreeMap` model, through two reopenings.
+#[cfg(test)]
+pub mod conformance {
+    use std::collections::BTreeMap;
+
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    fn opts(sync: SyncMode, merge: bool) -> OpenOptions {
+        OpenOptions {
+            sync,
+            data_bytes: 1 << 20,
+            readers: 2,
+            random_reads: true,
+            merge_operator: merge.then_some(MergeOperator::Uint64Add),
+            cache_bytes: 8 << 20,
+        }
+    }
+
+    fn key(i: u32) -> Vec<u8> {
+        format!("{i:08}").into_bytes()
+    }
+
+    fn scan_all<E: Engine>(e: &E, reverse: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let n = e
+            .scan(reverse, |k, v| out.push((k.to_vec(), v.to_vec())))
+            .expect("scan");
+        assert_eq!(n as usize, out.len(), "scan count");
+        out
+    }
+
+    fn check_model<E: Engine>(e: &E, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+        let fwd: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(scan_all(e, false), fwd, "forward scan");
+        let mut rev = fwd.clone();
+        rev.reverse();
+        assert_eq!(scan_all(e, true), rev, "reverse scan");
+        let mut r = e.reader().expect("reader");
+        for i in (0..300).step_by(7) {
+            let k = key(i);
+            let got = r.get(&k, |v| v.to_vec()).expect("get");
+            assert_eq!(got.as_ref(), model.get(&k), "get {i}");
+        }
+        let keys: Vec<Vec<u8>> = (0..300).step_by(3).map(key).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+        let mut seen = 0;
+        r.get_batch(&refs, &mut |i, v| {
+            assert_eq!(
+                v.map(<[u8]>::to_vec).as_ref(),
+                model.get(&keys[i]),
+                "get_batch"
+            );
+            seen += 1;
+        })
+        .expect("get_batch");
+        assert_eq!(seen, keys.len());
+    }
+
+    /// Random puts, appends, deletes, updates (with repeated keys in one batch) and,
+    /// where the engine has them, uint64add merges; the store must match the model
+    /// after every batch and after reopening.
+    pub fn run<E: Engine>() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let merge = E::has_merge();
+        let mut model = BTreeMap::new();
+        let mut rng = SmallRng::seed_from_u64(7);
+        {
+            let e = E::open(dir.path(), &opts(SyncMode::Async, merge)).expect("open");
+            // An append of ascending keys into the empty store.
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> =
+                (0..100).map(|i| (key(i), vec![i as u8; 8])).collect();
+            let refs: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+            e.write_batch(&refs, true).expect("append");
+            model.extend(pairs);
+            check_model(&e, &model);
+            for round in 0..20 {
+                let ks: Vec<Vec<u8>> = (0..20).map(|_| key(rng.random_range(0..300))).collect();
+                let refs: Vec<&[u8]> = ks.iter().map(|k| k.as_slice()).collect();
+                match round % 4 {
+                    0 => {
+                        let vals: Vec<Vec<u8>> = (0..20).map(|j| vec![j as u8; 8]).collect();
+                        let pairs: Vec<(&[u8], &[u8])> = refs
+                            .iter()
+                            .copied()
+                            .zip(vals.iter().map(|v| &v[..]))
+                            .collect();
+                        e.write_batch(&pairs, false).expect("put");
+                        for (k, v) in pairs {
+                            model.insert(k.to_vec(), v.to_vec());
+                        }
+                    }
+                    1 => {
+                        let found = e.delete_batch(&refs).expect("delete");
+                        let mut expect = 0;
+                        for k in &refs {
+                            expect += u64::from(model.remove(*k).is_some());
+                        }
+                        if found != refs.len() as u64 {
+                            assert_eq!(found, expect, "delete_batch found count");
+                        }
+                    }
+                    2 => {
+                        // Add one to an 8-byte little-endian counter; keys repeat, so
+                        // each get must see the batch's own earlier puts.
+                        let mut expect = 0;
+                        let found = e
+                            .update_batch(&refs, &mut |i, old, out| {
+                                let want = model.get(refs[i]);
+                                assert_eq!(old, want.map(|v| v.as_slice()), "update sees");
+                                let n = old.map_or(0, |v| {
+                                    u64::from_le_bytes(v.try_into().unwrap_or([0; 8]))
+                                });
+                                out.extend_from_slice(&(n.wrapping_add(1)).to_le_bytes());
+                                expect += u64::from(want.is_some());
+                                model.insert(refs[i].to_vec(), out.clone());
+                            })
+                            .expect("update");
+                        assert_eq!(found, expect, "update_batch found count");
+                    }
+                    _ if merge => {
+                        let one = 1u64.to_le_bytes();
+                        let pairs: Vec<(&[u8], &[u8])> =
+                            refs.iter().map(|&k| (k, &one[..])).collect();
+                        e.merge_batch(&pairs).expect("merge");
+                        for k in &refs {
+                            let v = model.entry(k.to_vec()).or_insert_with(|| vec![0; 8]);
+                            let n = u64::from_le_bytes(v[..].try_into().expect("8 bytes"));
+                            *v = n.wrapping_add(1).to_le_bytes().to_vec();
+                        }
+                    }
+                    _ => assert!(e.merge_batch(&[(b"k", b"v")]).is_err()),
+                }
+                check_model(&e, &model);
+            }
+            e.sync().expect("sync");
+        }
+        let e = E::open(dir.path(), &opts(SyncMode::Durable, merge)).expect("reopen");
+        check_model(&e, &model);
+        e.write_batch(&[(b"durable", b"x")], false)
+            .expect("durable put");
+        model.insert(b"durable".to_vec(), b"x".to_vec());
+        drop(e);
+        let e = E::open(dir.path(), &opts(SyncMode::Async, merge)).expect("reopen");
+        check_model(&e, &model);
+        assert!(!E::version().is_empty());
+        assert!(!E::config(&opts(SyncMode::Async, merge)).is_empty());
+    }
+
+    #[test]
+    fn sarsen() {
+        run::<super::sarsen::SarsenEngine>();
+    }
+
+    #[test]
+    fn lmdb() {
+        run::<super::lmdb::LmdbEngine>();
+    }
+}
