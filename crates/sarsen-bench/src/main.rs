@@ -1,5 +1,6 @@
-//! `sarsen-bench`: db_bench-style benchmarks of Sarsen against LMDB (and later more
-//! peers), each (engine, workload) in its own child process.
+//! `sarsen-bench`: db_bench-style benchmarks of Sarsen against its peers (LMDB,
+//! libmdbx, redb, fjall, sled, RocksDB, LevelDB), each (engine, workload) in its own
+//! child process.
 //!
 //! See `cargo run --release -p sarsen-bench -- --help`, and `/work/shared/BENCHMARKS.md`
 //! for the workloads and columns.
@@ -9,7 +10,9 @@ mod cli;
 mod data;
 mod engines;
 mod exec;
+mod latency;
 mod proc;
+mod progress;
 mod report;
 mod runner;
 mod store;

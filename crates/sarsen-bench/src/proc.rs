@@ -7,6 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Instant;
 
+use crate::cli::Allocator;
 use crate::engines::Result;
 use crate::exec::{Measurement, Spec};
 
@@ -40,12 +41,17 @@ pub struct ChildRun {
     pub process_wall_s: f64,
 }
 
-/// Re-executes this binary with the hidden `__child` subcommand to run `spec`.
-pub fn run_child(spec: &Spec) -> Result<ChildRun> {
+/// Re-executes this binary with the hidden `__child` subcommand to run `spec`, with
+/// `alloc`'s library preloaded (`LD_PRELOAD`) if it has one.
+pub fn run_child(spec: &Spec, alloc: Option<Allocator>) -> Result<ChildRun> {
     let exe = std::env::current_exe()?;
     let json = serde_json::to_string(spec)?;
     let start = Instant::now();
-    let mut child = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    if let Some((lib, _)) = alloc.and_then(Allocator::library) {
+        cmd.env("LD_PRELOAD", lib);
+    }
+    let mut child = cmd
         .arg("__child")
         .arg(json)
         .stdin(Stdio::null())

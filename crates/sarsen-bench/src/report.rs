@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::cli::Params;
 use crate::engines::{EngineKind, Result};
-use crate::runner::Step;
+use crate::runner::{Series, Step};
 use crate::workload::{fillsync_count, Workload};
 
 /// Bytes per MB in the tables.
@@ -19,16 +19,33 @@ const MB: f64 = 1e6;
 pub struct Record {
     /// Engine name.
     pub engine: &'static str,
+    /// Allocator preloaded into the child (`glibc`, `jemalloc`, `tcmalloc`), or empty
+    /// when none was chosen.
+    pub allocator: &'static str,
+    /// The series label: the engine, or `engine-allocator`.
+    pub series: String,
+    /// How the engine was configured for this workload.
+    pub config: String,
     /// Workload name.
     pub workload: &'static str,
     /// Keys in the key space.
     pub num: u64,
     /// Reads per reader thread (readrandom, readwhilewriting).
     pub reads: u64,
-    /// Reader threads (readrandom, readwhilewriting; 1 otherwise).
+    /// Threads doing the workload's operations: readers (readrandom,
+    /// readwhilewriting), writers (overwrite, updaterandom, mergerandom,
+    /// deleterandom: 1 on single-writer engines), 1 otherwise.
     pub threads: usize,
-    /// Writes per transaction in fillseq/fillrandom.
+    /// Writes per transaction.
     pub batch: usize,
+    /// Gets per read transaction.
+    pub read_batch: usize,
+    /// Durable commits (`--sync`, or fillsync).
+    pub sync: bool,
+    /// Block cache budget given to engines that have a cache, in bytes.
+    pub cache_bytes: u64,
+    /// The merge operator the engine was opened with.
+    pub merge_operator: Option<crate::engines::MergeOperator>,
     /// Key length in bytes.
     pub key_size: usize,
     /// Value length in bytes.
@@ -56,6 +73,19 @@ pub struct Record {
     pub micros_per_op: f64,
     /// Microseconds per write of the readwhilewriting writer (0 elsewhere).
     pub write_micros_per_op: f64,
+    /// Median latency of one get (readers) or one write (writers, a transaction's
+    /// time divided by its writes), in microseconds; None for scans.
+    pub p50_us: Option<f64>,
+    /// 99th percentile latency, microseconds.
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile latency, microseconds.
+    pub p999_us: Option<f64>,
+    /// readwhilewriting's writer: median write latency, microseconds.
+    pub write_p50_us: Option<f64>,
+    /// readwhilewriting's writer: 99th percentile write latency, microseconds.
+    pub write_p99_us: Option<f64>,
+    /// readwhilewriting's writer: 99.9th percentile write latency, microseconds.
+    pub write_p999_us: Option<f64>,
     /// User CPU seconds of the child process.
     pub user_s: f64,
     /// System CPU seconds of the child process.
@@ -66,6 +96,10 @@ pub struct Record {
     pub db_size_bytes: u64,
     /// Peak RSS of the child process in bytes.
     pub peak_rss_bytes: u64,
+    /// Memory the run took: peak RSS, plus the database's size when the database is
+    /// not in the process's map (it then sits in the page cache besides), as in
+    /// Symas' "Total Size" column.
+    pub total_bytes: u64,
     /// Voluntary context switches of the child.
     pub vol_ctx_sw: u64,
     /// Involuntary context switches of the child.
@@ -80,6 +114,9 @@ pub struct Record {
     pub write_amp: Option<f64>,
     /// Entries in the database before the run (None: new database).
     pub entries_before: Option<u64>,
+    /// For updaterandom with 8-byte values and mergerandom: whether the counters'
+    /// sum grew by exactly the number of increments.
+    pub counters_exact: Option<bool>,
 }
 
 fn per(n: u64, d: f64) -> f64 {
@@ -100,16 +137,16 @@ fn micros(threads: usize, wall_s: f64, ops: u64) -> f64 {
 }
 
 impl Record {
-    /// The record of `step`, which ran `workload` on `engine` with `p`.
-    pub fn new(engine: EngineKind, workload: Workload, p: &Params, step: &Step) -> Self {
+    /// The record of `step`, which ran `workload` on `series` with `p`.
+    pub fn new(series: Series, workload: Workload, p: &Params, step: &Step) -> Self {
         let (m, u) = (&step.run.m, &step.run.usage);
-        let threads = if workload.is_threaded() { p.threads } else { 1 };
+        let threads = m.threads.max(1);
         let ops = m.read_ops + m.write_ops;
         let wall = m.wall_s;
-        let micros_per_op = if workload.is_threaded() {
+        let micros_per_op = if workload.has_readers() {
             micros(threads, wall, m.read_ops)
         } else {
-            micros(1, wall, ops)
+            micros(threads, wall, ops)
         };
         let write_micros_per_op = if workload.is_mixed() {
             micros(1, wall, m.write_ops)
@@ -117,13 +154,32 @@ impl Record {
             0.0
         };
         let fs_write_bytes = u.out_blocks * 512;
+        // Readers' latency where there are readers, else the writers'.
+        let (lat, wlat) = if workload.has_readers() {
+            (m.read_latency, m.write_latency)
+        } else {
+            (m.write_latency.or(m.read_latency), None)
+        };
+        let total_bytes = if series.engine.maps_db() {
+            u.max_rss_bytes
+        } else {
+            u.max_rss_bytes + step.db_size_bytes
+        };
+        let opts = crate::exec::open_options(p, workload);
         Record {
-            engine: engine.name(),
+            engine: series.engine.name(),
+            allocator: series.alloc.map_or("", |a| a.name()),
+            series: series.name(),
+            config: series.engine.config(&opts),
             workload: workload.name(),
             num: p.num,
             reads: p.reads,
             threads,
             batch: p.batch,
+            read_batch: p.read_batch,
+            sync: opts.sync == crate::engines::SyncMode::Durable,
+            cache_bytes: opts.cache_bytes,
+            merge_operator: opts.merge_operator,
             key_size: p.key_size,
             value_size: p.value_size,
             ops,
@@ -137,11 +193,18 @@ impl Record {
             write_ops_per_sec: per(m.write_ops, wall),
             micros_per_op,
             write_micros_per_op,
+            p50_us: lat.map(|l| l.p50_us),
+            p99_us: lat.map(|l| l.p99_us),
+            p999_us: lat.map(|l| l.p999_us),
+            write_p50_us: wlat.map(|l| l.p50_us),
+            write_p99_us: wlat.map(|l| l.p99_us),
+            write_p999_us: wlat.map(|l| l.p999_us),
             user_s: u.user_s,
             sys_s: u.sys_s,
             cpu_pct: 100.0 * (u.user_s + u.sys_s) / step.run.process_wall_s.max(1e-9),
             db_size_bytes: step.db_size_bytes,
             peak_rss_bytes: u.max_rss_bytes,
+            total_bytes,
             vol_ctx_sw: u.vol_ctx_sw,
             invol_ctx_sw: u.invol_ctx_sw,
             fs_read_blocks: u.in_blocks,
@@ -150,6 +213,7 @@ impl Record {
             write_amp: (m.bytes_written > 0)
                 .then(|| fs_write_bytes as f64 / m.bytes_written as f64),
             entries_before: step.before.map(|s| s.entries),
+            counters_exact: m.counters_exact,
         }
     }
 }
@@ -223,32 +287,61 @@ pub fn header(p: &Params, engines: &[EngineKind], db: &Path) -> String {
 
 /// What a workload did, in words.
 fn describe(w: Workload, p: &Params) -> String {
+    let per_txn = if p.read_batch > 1 {
+        format!("{} gets per read transaction", p.read_batch)
+    } else {
+        "one read transaction per get".to_string()
+    };
     let readers = if p.duration > 0 {
         format!("{} reader thread(s) for {} s", p.threads, p.duration)
     } else {
         format!("{} reader thread(s) x {} gets", p.threads, p.reads)
     };
+    let writers = format!(
+        "{} operations, {} per transaction, by {} writer thread(s) where the engine \
+         allows concurrent writers (else 1)",
+        p.writes, p.batch, p.threads
+    );
+    let sync = if p.sync { "; durable commits" } else { "" };
     match w {
         Workload::FillSeq => format!(
-            "{} writes in ascending key order, {} per transaction (LMDB: MDB_APPEND), new DB",
+            "{} writes in ascending key order, {} per transaction (LMDB, libmdbx: append \
+             mode), new DB{sync}",
             p.num, p.batch
         ),
         Workload::FillRandom => format!(
-            "{} writes in random key order, {} per transaction, new DB",
+            "{} writes in random key order, {} per transaction, new DB{sync}",
             p.num, p.batch
         ),
         Workload::FillSync => format!(
             "{} writes in random key order, one durable (fsync'd) commit each, new DB",
             fillsync_count(p.num)
         ),
-        Workload::ReadRandom => {
-            format!("{readers} of random keys, one read transaction per get")
-        }
+        Workload::Overwrite => format!("new values for random existing keys: {writers}{sync}"),
+        Workload::ReadRandom => format!("{readers} of random keys, {per_txn}"),
         Workload::ReadSeq => "one ordered scan of the whole DB".to_string(),
+        Workload::ReadReverse => "one scan of the whole DB in descending order".to_string(),
         Workload::ReadWhileWriting => format!(
-            "{readers} of random keys while 1 writer overwrites random keys, \
-             one write per transaction; micros/op is per get per reader thread"
+            "{readers} of random keys, {per_txn}, while 1 writer overwrites random keys, \
+             one write per transaction{}{sync}; micros/op is per get per reader thread",
+            if p.writes_per_second > 0 {
+                format!(" at most {} per second", p.writes_per_second)
+            } else {
+                String::new()
+            }
         ),
+        Workload::UpdateRandom => format!(
+            "get then put of random existing keys{}: {writers}{sync}",
+            if p.counters() {
+                " (8-byte counters, +1)"
+            } else {
+                ""
+            }
+        ),
+        Workload::MergeRandom => {
+            format!("uint64add merge of 1 into random existing keys: {writers}{sync}")
+        }
+        Workload::DeleteRandom => format!("deletes of distinct random keys: {writers}{sync}"),
     }
 }
 
@@ -303,82 +396,149 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-/// The Markdown section of one workload: description, table, found counts, and the
-/// throughput ratio of Sarsen to each peer.
-pub fn table(w: Workload, p: &Params, rows: &[Record]) -> String {
+fn opt(x: Option<f64>) -> String {
+    x.map_or("-".to_string(), |v| format!("{v:.2}"))
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / MB)
+}
+
+/// The columns of a workload's table, and the cells of one record.
+fn columns(w: Workload) -> Vec<&'static str> {
     let mut head = vec!["engine"];
     if w.is_mixed() {
         head.extend(["read ops/s", "write ops/s"]);
     } else {
         head.push("ops/s");
     }
+    head.extend(["micros/op", "p50 us", "p99 us", "p99.9 us"]);
+    if w.is_mixed() {
+        head.extend(["write p50 us", "write p99 us", "write p99.9 us"]);
+    }
     head.extend([
-        "micros/op",
         "wall (s)",
         "user (s)",
         "sys (s)",
         "CPU %",
         "DB size (MB)",
         "peak RSS (MB)",
+        "total (MB)",
         "vol ctx sw",
         "invol ctx sw",
+        "fs in (blocks)",
+        "fs out (blocks)",
+        "write amp",
     ]);
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let mut c = vec![r.engine.to_string()];
-            if w.is_mixed() {
-                c.push(format!("{:.0}", r.read_ops_per_sec));
-                c.push(format!("{:.0}", r.write_ops_per_sec));
-            } else {
-                c.push(format!("{:.0}", r.ops_per_sec));
-            }
-            c.extend([
-                format!("{:.3}", r.micros_per_op),
-                format!("{:.3}", r.wall_s),
-                format!("{:.3}", r.user_s),
-                format!("{:.3}", r.sys_s),
-                format!("{:.0}", r.cpu_pct),
-                format!("{:.1}", r.db_size_bytes as f64 / MB),
-                format!("{:.1}", r.peak_rss_bytes as f64 / MB),
-                r.vol_ctx_sw.to_string(),
-                r.invol_ctx_sw.to_string(),
-            ]);
-            c
-        })
-        .collect();
-    let mut s = format!("## {}\n\n{}\n\n", w.name(), describe(w, p));
-    s.push_str(&markdown(&head, &cells));
-    s.push('\n');
-    if matches!(w, Workload::ReadRandom | Workload::ReadWhileWriting) {
+    head
+}
+
+fn cells(w: Workload, r: &Record) -> Vec<String> {
+    let mut c = vec![r.series.clone()];
+    if w.is_mixed() {
+        c.push(format!("{:.0}", r.read_ops_per_sec));
+        c.push(format!("{:.0}", r.write_ops_per_sec));
+    } else {
+        c.push(format!("{:.0}", r.ops_per_sec));
+    }
+    c.extend([
+        format!("{:.3}", r.micros_per_op),
+        opt(r.p50_us),
+        opt(r.p99_us),
+        opt(r.p999_us),
+    ]);
+    if w.is_mixed() {
+        c.extend([
+            opt(r.write_p50_us),
+            opt(r.write_p99_us),
+            opt(r.write_p999_us),
+        ]);
+    }
+    c.extend([
+        format!("{:.3}", r.wall_s),
+        format!("{:.3}", r.user_s),
+        format!("{:.3}", r.sys_s),
+        format!("{:.0}", r.cpu_pct),
+        mb(r.db_size_bytes),
+        mb(r.peak_rss_bytes),
+        mb(r.total_bytes),
+        r.vol_ctx_sw.to_string(),
+        r.invol_ctx_sw.to_string(),
+        r.fs_read_blocks.to_string(),
+        r.fs_write_blocks.to_string(),
+        r.write_amp.map_or("-".to_string(), |a| format!("{a:.2}")),
+    ]);
+    c
+}
+
+/// The Markdown section of one workload: description, table, found counts, notes,
+/// and the throughput ratio of Sarsen to each peer.
+pub fn table(w: Workload, p: &Params, rows: &[Record], notes: &[String]) -> String {
+    let title = if w.is_threaded() {
+        format!("{}, {} thread(s)", w.name(), p.threads)
+    } else {
+        w.name().to_string()
+    };
+    let mut s = format!("## {title}\n\n{}\n\n", describe(w, p));
+    if !rows.is_empty() {
+        let cells: Vec<Vec<String>> = rows.iter().map(|r| cells(w, r)).collect();
+        s.push_str(&markdown(&columns(w), &cells));
+        s.push('\n');
+    }
+    if w.has_readers() || w == Workload::UpdateRandom || w == Workload::DeleteRandom {
         let found: Vec<String> = rows
             .iter()
-            .map(|r| format!("{} {} of {}", r.engine, r.found, r.read_ops))
+            .map(|r| format!("{} {} of {}", r.series, r.found, r.ops))
             .collect();
         let _ = writeln!(s, "found: {}  ", found.join(", "));
     }
-    if w == Workload::ReadSeq {
+    if w.is_scan() {
         let n: Vec<String> = rows
             .iter()
-            .map(|r| format!("{} {}", r.engine, r.read_ops))
+            .map(|r| format!("{} {}", r.series, r.read_ops))
             .collect();
         let _ = writeln!(s, "entries scanned: {}  ", n.join(", "));
     }
-    if let Some(ours) = rows.iter().find(|r| r.engine == EngineKind::Sarsen.name()) {
-        for peer in rows.iter().filter(|r| r.engine != ours.engine) {
+    let counters: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            r.counters_exact
+                .map(|ok| format!("{} {}", r.series, if ok { "exact" } else { "WRONG" }))
+        })
+        .collect();
+    if !counters.is_empty() {
+        let _ = writeln!(
+            s,
+            "counters (sum grew by the number of increments): {}  ",
+            counters.join(", ")
+        );
+    }
+    for n in notes {
+        let _ = writeln!(s, "{n}  ");
+    }
+    for ours in rows
+        .iter()
+        .filter(|r| r.engine == EngineKind::Sarsen.name())
+    {
+        let peers = rows
+            .iter()
+            .filter(|r| r.engine != ours.engine && r.allocator == ours.allocator);
+        for peer in peers {
             if w.is_mixed() {
                 let _ = writeln!(
                     s,
-                    "ratio sarsen/{}: reads {}, writes {}  ",
-                    peer.engine,
+                    "ratio {}/{}: reads {}, writes {}  ",
+                    ours.series,
+                    peer.series,
                     ratio(ours.read_ops_per_sec, peer.read_ops_per_sec),
                     ratio(ours.write_ops_per_sec, peer.write_ops_per_sec)
                 );
             } else {
                 let _ = writeln!(
                     s,
-                    "ratio sarsen/{}: {}  ",
-                    peer.engine,
+                    "ratio {}/{}: {}  ",
+                    ours.series,
+                    peer.series,
                     ratio(ours.ops_per_sec, peer.ops_per_sec)
                 );
             }
@@ -401,9 +561,11 @@ struct JsonReport<'a> {
 struct JsonEngine {
     name: &'static str,
     version: String,
+    feature: Option<&'static str>,
 }
 
-/// Writes every record, with the command and parameters, as JSON to `path`.
+/// Writes every record, with the command, parameters and engine versions, as JSON
+/// to `path`.
 pub fn write_json(
     path: &Path,
     p: &Params,
@@ -418,6 +580,7 @@ pub fn write_json(
             .map(|&e| JsonEngine {
                 name: e.name(),
                 version: e.version(),
+                feature: e.feature(),
             })
             .collect(),
         records,
@@ -425,5 +588,20 @@ pub fn write_json(
     let mut text = serde_json::to_string_pretty(&doc)?;
     text.push('\n');
     std::fs::write(path, text)?;
+    Ok(())
+}
+
+/// Writes `report.md` (the Markdown report `text`), `results.json` and the SVG
+/// charts into `dir` (created if missing).
+pub fn write_out(
+    dir: &Path,
+    text: &str,
+    p: &Params,
+    engines: &[EngineKind],
+    records: &[Record],
+) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("report.md"), text)?;
+    write_json(&dir.join("results.json"), p, engines, records)?;
     Ok(())
 }

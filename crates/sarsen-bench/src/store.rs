@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::engines::{EngineKind, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::cli::Params;
+use crate::engines::Result;
+use crate::workload::DbState;
 
 /// Marks a directory as owned by sarsen-bench, so that its contents may be deleted.
 const MARKER: &str = ".sarsen-bench";
@@ -49,14 +53,14 @@ impl DbRoot {
         &self.path
     }
 
-    /// The database directory of `engine`.
-    pub fn engine_dir(&self, engine: EngineKind) -> PathBuf {
-        self.path.join(engine.name())
+    /// The database directory of the series `name` (an engine, or engine-allocator).
+    pub fn engine_dir(&self, name: &str) -> PathBuf {
+        self.path.join(name)
     }
 
-    /// Deletes `engine`'s database and returns its (new, empty) directory.
-    pub fn reset(&self, engine: EngineKind) -> Result<PathBuf> {
-        let dir = self.engine_dir(engine);
+    /// Deletes `name`'s database and returns its (new, empty) directory.
+    pub fn reset(&self, name: &str) -> Result<PathBuf> {
+        let dir = self.engine_dir(name);
         if dir.exists() {
             fs::remove_dir_all(&dir)?;
         }
@@ -65,14 +69,89 @@ impl DbRoot {
     }
 
     /// Bytes allocated on disk (`st_blocks * 512`, not apparent size) by the files of
-    /// `engine`'s database.
-    pub fn allocated_bytes(&self, engine: EngineKind) -> Result<u64> {
-        allocated(&self.engine_dir(engine))
+    /// `name`'s database.
+    pub fn allocated_bytes(&self, name: &str) -> Result<u64> {
+        allocated(&self.engine_dir(name))
+    }
+
+    fn state_path(&self, name: &str) -> PathBuf {
+        self.path.join(format!("{name}.state.json"))
+    }
+
+    /// Records what `name`'s database holds (None: unknown, so not reusable), for a
+    /// later `--use_existing_db` run.
+    pub fn save_state(&self, name: &str, p: &Params, state: Option<DbState>) -> Result<()> {
+        let path = self.state_path(name);
+        match state {
+            None => match fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+                _ => Ok(()),
+            },
+            Some(state) => {
+                let saved = SavedState {
+                    data: DataShape::of(p),
+                    state,
+                };
+                fs::write(&path, serde_json::to_string_pretty(&saved)?)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// What `name`'s database holds, if a previous run recorded it with the same data
+    /// shape as `p`; an error if it recorded another shape.
+    pub fn load_state(&self, name: &str, p: &Params) -> Result<Option<DbState>> {
+        let text = match fs::read_to_string(self.state_path(name)) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let saved: SavedState = serde_json::from_str(&text)?;
+        if saved.data != DataShape::of(p) {
+            return Err(format!(
+                "it was made with {:?}, this run has {:?}",
+                saved.data,
+                DataShape::of(p)
+            )
+            .into());
+        }
+        Ok(Some(saved.state))
     }
 }
 
+/// The parameters that determine a database's content.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct DataShape {
+    num: u64,
+    key_size: usize,
+    value_size: usize,
+    seed: u64,
+}
+
+impl DataShape {
+    fn of(p: &Params) -> Self {
+        DataShape {
+            num: p.num,
+            key_size: p.key_size,
+            value_size: p.value_size,
+            seed: p.seed,
+        }
+    }
+}
+
+/// The state file of one database.
+#[derive(Serialize, Deserialize)]
+struct SavedState {
+    data: DataShape,
+    state: DbState,
+}
+
 fn allocated(path: &Path) -> Result<u64> {
-    let meta = fs::symlink_metadata(path)?;
+    let meta = match fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
     if !meta.is_dir() {
         return Ok(meta.blocks() * 512);
     }

@@ -3,6 +3,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cli::Params;
+use crate::data::Permutation;
+
+/// Seed salt of the permutation whose first keys fillsync writes.
+pub const SALT_FILLSYNC: u64 = 0x2;
+/// Seed salt of the permutation whose first keys deleterandom deletes.
+pub const SALT_DELETE: u64 = 0x3;
 
 /// A db_bench workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -17,16 +23,35 @@ pub enum Workload {
     /// Write `num/1000` random keys into a new DB, one durable commit per write.
     #[value(name = "fillsync")]
     FillSync,
-    /// `reads` gets of random keys per reader thread, one read transaction per get.
+    /// Rewrite `writes` random existing keys with new values, `batch` per transaction.
+    #[value(name = "overwrite")]
+    Overwrite,
+    /// `reads` gets of random keys per reader thread, one read transaction per get
+    /// (per `read_batch` gets with `--read_batch`).
     #[value(name = "readrandom")]
     ReadRandom,
     /// One ordered scan of the whole DB.
     #[value(name = "readseq")]
     ReadSeq,
+    /// One scan of the whole DB in descending key order.
+    #[value(name = "readreverse")]
+    ReadReverse,
     /// Reader threads doing readrandom while one writer overwrites random existing
     /// keys, one write per transaction, until the readers finish.
     #[value(name = "readwhilewriting")]
     ReadWhileWriting,
+    /// Get a random existing key and put a new value to it (read-modify-write),
+    /// `batch` per transaction; with 8-byte values, the value is a counter and the
+    /// new value is the old one plus 1.
+    #[value(name = "updaterandom")]
+    UpdateRandom,
+    /// Merge the operand 1 into random existing keys with the uint64add merge
+    /// operator, `batch` per transaction (engines with a merge operator only).
+    #[value(name = "mergerandom")]
+    MergeRandom,
+    /// Delete `writes` distinct random keys, `batch` per transaction.
+    #[value(name = "deleterandom")]
+    DeleteRandom,
 }
 
 impl Workload {
@@ -36,9 +61,14 @@ impl Workload {
             Workload::FillSeq => "fillseq",
             Workload::FillRandom => "fillrandom",
             Workload::FillSync => "fillsync",
+            Workload::Overwrite => "overwrite",
             Workload::ReadRandom => "readrandom",
             Workload::ReadSeq => "readseq",
+            Workload::ReadReverse => "readreverse",
             Workload::ReadWhileWriting => "readwhilewriting",
+            Workload::UpdateRandom => "updaterandom",
+            Workload::MergeRandom => "mergerandom",
+            Workload::DeleteRandom => "deleterandom",
         }
     }
 
@@ -56,8 +86,35 @@ impl Workload {
     }
 
     /// Whether the workload runs `threads` reader threads.
-    pub fn is_threaded(self) -> bool {
+    pub fn has_readers(self) -> bool {
         matches!(self, Workload::ReadRandom | Workload::ReadWhileWriting)
+    }
+
+    /// Whether the workload writes existing keys with `threads` writer threads (on
+    /// engines that allow concurrent writers; one thread elsewhere).
+    pub fn has_writers(self) -> bool {
+        matches!(
+            self,
+            Workload::Overwrite
+                | Workload::UpdateRandom
+                | Workload::MergeRandom
+                | Workload::DeleteRandom
+        )
+    }
+
+    /// Whether `--threads` applies.
+    pub fn is_threaded(self) -> bool {
+        self.has_readers() || self.has_writers()
+    }
+
+    /// Whether the workload is a full scan.
+    pub fn is_scan(self) -> bool {
+        matches!(self, Workload::ReadSeq | Workload::ReadReverse)
+    }
+
+    /// Whether the workload writes (so that `--sync` applies to it).
+    pub fn writes(self) -> bool {
+        self.is_fill() || self.has_writers() || self == Workload::ReadWhileWriting
     }
 
     /// Keys written by the workload, when it is a fill, with `num` keys.
@@ -70,22 +127,49 @@ impl Workload {
 
     /// What the database holds after this workload ran on `before`.
     pub fn state_after(self, p: &Params, before: Option<DbState>) -> Option<DbState> {
+        let rewritten = before.map(|s| DbState {
+            pristine: false,
+            ..s
+        });
         match self {
             Workload::FillSeq | Workload::FillRandom => Some(DbState {
                 entries: p.num,
-                all_keys: true,
+                keys: KeySet::All,
                 pristine: true,
             }),
-            Workload::FillSync => Some(DbState {
-                entries: fillsync_count(p.num),
-                all_keys: fillsync_count(p.num) == p.num,
-                pristine: true,
-            }),
-            Workload::ReadRandom | Workload::ReadSeq => before,
-            Workload::ReadWhileWriting => before.map(|s| DbState {
-                pristine: false,
-                ..s
-            }),
+            Workload::FillSync => {
+                let n = fillsync_count(p.num);
+                Some(DbState {
+                    entries: n,
+                    keys: if n == p.num {
+                        KeySet::All
+                    } else {
+                        KeySet::FillSyncPrefix
+                    },
+                    pristine: true,
+                })
+            }
+            Workload::ReadRandom | Workload::ReadSeq | Workload::ReadReverse => before,
+            Workload::ReadWhileWriting
+            | Workload::Overwrite
+            | Workload::UpdateRandom
+            | Workload::MergeRandom => rewritten,
+            Workload::DeleteRandom => match before {
+                Some(s) if s.keys == KeySet::All => {
+                    let deleted = p.writes.min(p.num);
+                    Some(DbState {
+                        entries: p.num - deleted,
+                        keys: if deleted == 0 {
+                            KeySet::All
+                        } else {
+                            KeySet::AllButDeleted
+                        },
+                        pristine: s.pristine,
+                    })
+                }
+                // Random deletes from a subset: what remains is not tracked.
+                _ => None,
+            },
         }
     }
 }
@@ -95,13 +179,68 @@ pub fn fillsync_count(num: u64) -> u64 {
     (num / 1000).max(1)
 }
 
-/// What a database is known to hold, for verification in `--check` runs.
+/// Which key indexes of `0..num` a database holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeySet {
+    /// Every index of `0..num`.
+    All,
+    /// The first `entries` indexes of the fillsync permutation.
+    FillSyncPrefix,
+    /// Every index except the first `num - entries` of the deleterandom permutation.
+    AllButDeleted,
+}
+
+/// What a database is known to hold, for verification and for choosing existing keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DbState {
     /// Number of entries.
     pub entries: u64,
-    /// Every key index in `0..num` is present.
-    pub all_keys: bool,
+    /// Which keys exist.
+    pub keys: KeySet,
     /// Every value is the fill's value (generation 0): nothing was overwritten.
     pub pristine: bool,
+}
+
+impl DbState {
+    /// Every key index in `0..num` is present.
+    pub fn all_keys(&self) -> bool {
+        self.keys == KeySet::All
+    }
+}
+
+/// Picks existing keys of a database uniformly at random.
+pub struct ExistingKeys {
+    num: u64,
+    state: Option<DbState>,
+    perm: Option<Permutation>,
+}
+
+impl ExistingKeys {
+    /// Keys of a database with `num` key indexes in state `state` (None: unknown, so
+    /// any index of `0..num`).
+    pub fn new(p: &Params, state: Option<DbState>) -> Self {
+        let perm = match state.map(|s| s.keys) {
+            Some(KeySet::FillSyncPrefix) => Some(Permutation::new(p.num, p.seed ^ SALT_FILLSYNC)),
+            Some(KeySet::AllButDeleted) => Some(Permutation::new(p.num, p.seed ^ SALT_DELETE)),
+            _ => None,
+        };
+        ExistingKeys {
+            num: p.num,
+            state,
+            perm,
+        }
+    }
+
+    /// The key index that `r`, uniform in `0..u64::MAX`, picks.
+    #[inline]
+    pub fn pick(&self, r: u64) -> u64 {
+        match (self.state, &self.perm) {
+            (Some(s), Some(perm)) if s.entries > 0 => match s.keys {
+                KeySet::FillSyncPrefix => perm.get(r % s.entries),
+                _ => perm.get(self.num - s.entries + r % s.entries),
+            },
+            _ => r % self.num,
+        }
+    }
 }

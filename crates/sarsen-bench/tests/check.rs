@@ -1,34 +1,76 @@
-//! Runs `sarsen-bench --check`: every workload on tiny data for every engine, with
-//! what is read verified against what was written.
+//! Tests of the harness itself, through its binary: `--check` on every built engine,
+//! argument errors, the report's columns, JSON and output folder, thread lists,
+//! `--use_existing_db`, and allocator preloading.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Output};
 
-#[test]
-fn check_passes_for_all_engines() {
-    let db = tempfile::tempdir().expect("temp dir");
-    let out = Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
-        .args(["--check", "--engines", "sarsen,lmdb", "--db"])
-        .arg(db.path())
+/// Every engine this test binary's features build.
+fn built_engines() -> Vec<&'static str> {
+    let mut v = vec!["sarsen", "lmdb"];
+    for (on, name) in [
+        (cfg!(feature = "libmdbx"), "libmdbx"),
+        (cfg!(feature = "redb"), "redb"),
+        (cfg!(feature = "fjall"), "fjall"),
+        (cfg!(feature = "sled"), "sled"),
+        (cfg!(feature = "rocksdb"), "rocksdb"),
+        (cfg!(feature = "leveldb"), "leveldb"),
+    ] {
+        if on {
+            v.push(name);
+        }
+    }
+    v
+}
+
+fn bench(args: &[&str], db: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
         .output()
-        .expect("run sarsen-bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+        .expect("run sarsen-bench")
+}
+
+fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "sarsen-bench --check failed ({}):\n{stdout}\n{stderr}",
-        out.status
+        "sarsen-bench failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
     );
+    stdout
+}
+
+fn records(path: &Path) -> Vec<serde_json::Value> {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("json written"))
+            .expect("valid json");
+    doc["records"].as_array().expect("records").clone()
+}
+
+#[test]
+fn check_passes_for_every_built_engine() {
+    let db = tempfile::tempdir().expect("temp dir");
+    let engines = built_engines();
+    let out = bench(&["--check", "--engines", &engines.join(",")], db.path());
+    let stdout = ok(&out);
     assert!(stdout.contains("check passed"), "{stdout}");
-    for engine in ["sarsen", "lmdb"] {
+    for engine in &engines {
         for workload in [
             "fillseq",
             "fillrandom",
             "fillsync",
+            "overwrite",
             "readrandom",
             "readseq",
+            "readreverse",
             "readwhilewriting",
+            "updaterandom",
+            "deleterandom",
         ] {
-            let line = format!("ok    {engine:<7} {workload}");
+            let line = format!("ok    {engine:<8} {workload}");
             assert!(stdout.contains(&line), "missing {line:?} in:\n{stdout}");
         }
     }
@@ -42,6 +84,11 @@ fn bad_flags_are_usage_errors_not_panics() {
         &["--engines", "nosuchengine"],
         &["--num", "1000000", "--key_size", "3"],
         &["--threads", "0"],
+        &["--threads", "1,0"],
+        &["--benchmarks", "mergerandom"],
+        &["--sync", "maybe"],
+        &["--malloc", "nosuchmalloc"],
+        &["--read_batch", "0"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
             .args(args)
@@ -55,42 +102,140 @@ fn bad_flags_are_usage_errors_not_panics() {
 }
 
 #[test]
-fn small_benchmark_prints_tables_and_json() {
+fn report_has_every_column_and_json_and_out_folder() {
     let dir = tempfile::tempdir().expect("temp dir");
     let json = dir.path().join("out.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
-        .args([
-            "--num",
-            "3000",
-            "--benchmarks",
-            "readrandom,fillseq,readwhilewriting",
-        ])
-        .args(["--engines", "sarsen,lmdb", "--db"])
-        .arg(dir.path().join("db"))
-        .arg(format!("--json={}", json.display()))
-        .output()
-        .expect("run sarsen-bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out_dir = dir.path().join("results");
+    let out = bench(
+        &[
+            "--num=3000",
+            "--benchmarks=readrandom,fillseq,readwhilewriting,fillsync,deleterandom",
+            "--engines=sarsen,lmdb",
+            "--threads=1,2",
+            "--writes=100",
+            &format!("--json={}", json.display()),
+            &format!("--out={}", out_dir.display()),
+        ],
+        &dir.path().join("db"),
     );
+    let stdout = ok(&out);
     for needle in [
-        "## readrandom",
+        "## readrandom, 1 thread(s)",
+        "## readrandom, 2 thread(s)",
         "## fillseq",
-        "## readwhilewriting",
+        "## readwhilewriting, 2 thread(s)",
+        "## deleterandom, 1 thread(s)",
         "ratio sarsen/lmdb",
         "found: sarsen 3000 of 3000",
+        "| p99.9 us |",
+        "| write amp |",
+        "| total (MB) |",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in:\n{stdout}");
     }
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written"))
-            .expect("valid json");
-    let records = doc["records"].as_array().expect("records");
-    assert_eq!(records.len(), 6);
-    assert!(records
+    // Single-writer engines run deleterandom once, not once per thread count.
+    assert!(!stdout.contains("## deleterandom, 2 thread(s)"), "{stdout}");
+    let recs = records(&json);
+    // readrandom x2, fillseq, readwhilewriting x2, fillsync, deleterandom: per engine.
+    assert_eq!(recs.len(), 14, "{recs:#?}");
+    for r in &recs {
+        let w = r["workload"].as_str().expect("workload");
+        let num = |f: &str| r[f].as_f64().unwrap_or_else(|| panic!("{w}: {f} in {r}"));
+        assert!(num("ops_per_sec") > 0.0, "{r}");
+        assert!(
+            num("wall_s") > 0.0 && num("process_wall_s") >= num("wall_s"),
+            "{r}"
+        );
+        assert!(
+            num("peak_rss_bytes") > 0.0 && num("db_size_bytes") > 0.0,
+            "{r}"
+        );
+        assert!(num("total_bytes") >= num("peak_rss_bytes"), "{r}");
+        assert!(num("cpu_pct") > 0.0, "{r}");
+        assert!(
+            num("p50_us") <= num("p99_us") && num("p99_us") <= num("p999_us"),
+            "{r}"
+        );
+        if w != "readrandom" {
+            assert!(num("write_amp") > 0.0, "{w}: {r}");
+        }
+        if w == "fillsync" {
+            assert_eq!(r["sync"], true, "{r}");
+            // Durable commits wait for the device: the process sleeps.
+            assert!(num("vol_ctx_sw") > 0.0, "{r}");
+        }
+        if w == "readwhilewriting" {
+            assert!(num("write_ops") > 0.0 && num("write_p50_us") > 0.0, "{r}");
+        }
+        assert!(!r["config"].as_str().unwrap_or("").is_empty(), "{r}");
+    }
+    let threads: Vec<u64> = recs
         .iter()
-        .all(|r| r["ops_per_sec"].as_f64().is_some_and(|x| x > 0.0)));
+        .filter(|r| r["workload"] == "readwhilewriting")
+        .map(|r| r["threads"].as_u64().expect("threads"))
+        .collect();
+    assert_eq!(threads, [1, 1, 2, 2]);
+    let report = std::fs::read_to_string(out_dir.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("## fillseq") && report.contains("command:"),
+        "{report}"
+    );
+    assert_eq!(records(&out_dir.join("results.json")).len(), recs.len());
+}
+
+#[test]
+fn use_existing_db_reuses_matching_databases_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("db");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--num=2000", "--engines=sarsen,lmdb"];
+        args.extend_from_slice(extra);
+        let out = bench(&args, &db);
+        let stdout = ok(&out);
+        (stdout, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (_, stderr) = run(&["--benchmarks=fillseq,deleterandom", "--writes=500"]);
+    assert!(!stderr.contains("untimed fillrandom"), "{stderr}");
+    // The second run reads what the first left: 1500 keys after 500 deletes.
+    let (stdout, stderr) = run(&["--benchmarks=readseq", "--use_existing_db"]);
+    assert!(!stderr.contains("untimed fillrandom"), "{stderr}");
+    assert!(
+        stdout.contains("entries scanned: sarsen 1500, lmdb 1500"),
+        "{stdout}"
+    );
+    // Without the flag, or with other data, a new database is loaded.
+    let (stdout, stderr) = run(&["--benchmarks=readseq"]);
+    assert!(stderr.contains("untimed fillrandom"), "{stderr}");
+    assert!(stdout.contains("entries scanned: sarsen 2000"), "{stdout}");
+    let (_, stderr) = run(&[
+        "--benchmarks=readseq",
+        "--use_existing_db",
+        "--value_size=50",
+    ]);
+    assert!(stderr.contains("ignoring the sarsen database"), "{stderr}");
+    assert!(stderr.contains("untimed fillrandom"), "{stderr}");
+}
+
+#[test]
+fn malloc_preloads_each_allocator_or_names_the_missing_package() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jemalloc = Path::new("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2").exists();
+    let out = bench(
+        &[
+            "--num=2000",
+            "--benchmarks=fillrandom,readrandom",
+            "--engines=sarsen",
+            "--malloc=glibc,jemalloc",
+        ],
+        &dir.path().join("db"),
+    );
+    if jemalloc {
+        let stdout = ok(&out);
+        assert!(stdout.contains("| sarsen-glibc "), "{stdout}");
+        assert!(stdout.contains("| sarsen-jemalloc "), "{stdout}");
+    } else {
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("libjemalloc2"), "{stderr}");
+    }
 }
