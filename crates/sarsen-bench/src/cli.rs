@@ -115,6 +115,12 @@ pub struct Cli {
     #[arg(long = "malloc", value_delimiter = ',', value_enum)]
     pub malloc: Vec<Allocator>,
 
+    /// Run every step this many times; tables show the run with the median rate,
+    /// and the JSON has every run.
+    #[arg(long = "repeat", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+
     /// Write every record (engine x workload, all columns) as JSON to FILE.
     #[arg(long = "json", value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -190,9 +196,20 @@ impl Allocator {
     }
 }
 
-/// Hidden subcommands.
+/// Subcommands (without one, sarsen-bench runs the benchmark).
 #[derive(Subcommand, Debug, Clone)]
 pub enum Command {
+    /// Merge the JSON files of earlier runs (`--json` or `--out`) into one report:
+    /// report.md with a table per workload (the median of repeated runs),
+    /// results.json and SVG charts in `--out`.
+    Report {
+        /// Directory to write into (created if missing).
+        #[arg(long = "out", value_name = "DIR")]
+        out: PathBuf,
+        /// JSON files written by sarsen-bench.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Run one measurement described by a JSON spec and print the result as JSON.
     #[command(name = "__child", hide = true)]
     Child {

@@ -32,6 +32,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match &cli.command {
         Some(Command::Child { spec }) => child_main(spec),
+        Some(Command::Report { out, files }) => match report::merge_reports(files, out) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sarsen-bench report: {e}");
+                ExitCode::FAILURE
+            }
+        },
         None if cli.check => check::check(&cli),
         None => runner::bench(&cli),
     }

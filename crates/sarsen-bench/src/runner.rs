@@ -265,22 +265,29 @@ pub fn bench(cli: &Cli) -> ExitCode {
                 if !done.insert((s, effective)) {
                     continue;
                 }
-                eprintln!(
-                    "sarsen-bench: {} on {} ({threads} threads)",
-                    w.name(),
-                    s.name()
-                );
-                match session.run_step(s, w) {
-                    Ok(step) => {
-                        for err in &step.run.m.errors {
-                            eprintln!("sarsen-bench: {} on {}: {err}", w.name(), s.name());
+                for run in 0..cli.repeat as usize {
+                    let of = if cli.repeat > 1 {
+                        format!(", run {} of {}", run + 1, cli.repeat)
+                    } else {
+                        String::new()
+                    };
+                    eprintln!(
+                        "sarsen-bench: {} on {} ({threads} threads{of})",
+                        w.name(),
+                        s.name()
+                    );
+                    match session.run_step(s, w) {
+                        Ok(step) => {
+                            for err in &step.run.m.errors {
+                                eprintln!("sarsen-bench: {} on {}: {err}", w.name(), s.name());
+                                failed = true;
+                            }
+                            rows.push(Record::new(s, w, &p, &step, run));
+                        }
+                        Err(err) => {
+                            eprintln!("sarsen-bench: {} on {} failed: {err}", w.name(), s.name());
                             failed = true;
                         }
-                        rows.push(Record::new(s, w, &p, &step));
-                    }
-                    Err(err) => {
-                        eprintln!("sarsen-bench: {} on {} failed: {err}", w.name(), s.name());
-                        failed = true;
                     }
                 }
             }
@@ -293,14 +300,15 @@ pub fn bench(cli: &Cli) -> ExitCode {
             records.extend(rows);
         }
     }
+    let doc = report::JsonReport::new(&params, &engines, &records);
     if let Some(path) = &cli.json {
-        if let Err(e) = report::write_json(path, &params, &engines, &records) {
+        if let Err(e) = doc.write(path) {
             eprintln!("sarsen-bench: writing {}: {e}", path.display());
             failed = true;
         }
     }
     if let Some(dir) = &cli.out {
-        if let Err(e) = report::write_out(dir, &text, &params, &engines, &records) {
+        if let Err(e) = report::write_out(dir, &text, &doc) {
             eprintln!("sarsen-bench: writing {}: {e}", dir.display());
             failed = true;
         }

@@ -72,6 +72,11 @@ impl Workload {
         }
     }
 
+    /// The workload of a db_bench name.
+    pub fn from_name(name: &str) -> Option<Workload> {
+        <Workload as clap::ValueEnum>::from_str(name, false).ok()
+    }
+
     /// Whether the workload starts from a new, empty database.
     pub fn is_fill(self) -> bool {
         matches!(

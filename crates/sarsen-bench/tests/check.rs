@@ -239,3 +239,64 @@ fn malloc_preloads_each_allocator_or_names_the_missing_package() {
         assert!(stderr.contains("libjemalloc2"), "{stderr}");
     }
 }
+
+#[test]
+fn repeat_shows_medians_and_report_merges_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let stdout = ok(&bench(
+        &[
+            "--num=2000",
+            "--benchmarks=fillseq,readrandom",
+            "--engines=sarsen,lmdb",
+            "--repeat=3",
+            &format!("--json={}", a.display()),
+        ],
+        &dir.path().join("db1"),
+    ));
+    assert!(stdout.contains("| runs |"), "{stdout}");
+    assert!(stdout.contains("median rate"), "{stdout}");
+    let recs = records(&a);
+    assert_eq!(recs.len(), 12);
+    let runs: Vec<u64> = recs
+        .iter()
+        .map(|r| r["run"].as_u64().expect("run"))
+        .collect();
+    assert_eq!(&runs[..6], [0, 1, 2, 0, 1, 2]);
+    ok(&bench(
+        &[
+            "--num=2000",
+            "--benchmarks=readseq",
+            "--engines=sarsen",
+            &format!("--json={}", b.display()),
+        ],
+        &dir.path().join("db2"),
+    ));
+    let out_dir = dir.path().join("merged");
+    let out = Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
+        .arg("report")
+        .arg(format!("--out={}", out_dir.display()))
+        .args([&a, &b])
+        .output()
+        .expect("run sarsen-bench report");
+    ok(&out);
+    let report = std::fs::read_to_string(out_dir.join("report.md")).expect("report.md");
+    for needle in [
+        "## fillseq",
+        "## readrandom, 1 thread(s)",
+        "## readseq",
+        "| runs |",
+    ] {
+        assert!(report.contains(needle), "missing {needle:?} in:\n{report}");
+    }
+    assert!(report.contains("ratio sarsen/lmdb"), "{report}");
+    assert_eq!(records(&out_dir.join("results.json")).len(), 13);
+    // A file that is not a report is an error, not a panic.
+    let bad = Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
+        .arg("report")
+        .arg(format!("--out={}", out_dir.display()))
+        .arg(dir.path().join("missing.json"))
+        .output()
+        .expect("run sarsen-bench report");
+    assert_eq!(bad.status.code(), Some(1), "{bad:?}");
+}
