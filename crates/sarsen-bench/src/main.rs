@@ -5,7 +5,6 @@
 //! See `cargo run --release -p sarsen-bench -- --help`, and `/work/shared/BENCHMARKS.md`
 //! for the workloads and columns.
 
-#[allow(dead_code)] // not called yet: the harness is being rewritten
 mod chart;
 mod check;
 mod cli;

@@ -181,6 +181,15 @@ fn report_has_every_column_and_json_and_out_folder() {
         "{report}"
     );
     assert_eq!(records(&out_dir.join("results.json")).len(), recs.len());
+    for chart in [
+        "readwhilewriting-reads.svg",
+        "readwhilewriting-writes.svg",
+        "load-time.svg",
+        "throughput.svg",
+    ] {
+        let svg = std::fs::read_to_string(out_dir.join(chart)).expect(chart);
+        assert!(svg.contains("sarsen") && svg.contains("lmdb"), "{chart}");
+    }
 }
 
 #[test]
@@ -291,6 +300,7 @@ fn repeat_shows_medians_and_report_merges_runs() {
     }
     assert!(report.contains("ratio sarsen/lmdb"), "{report}");
     assert_eq!(records(&out_dir.join("results.json")).len(), 13);
+    assert!(out_dir.join("load-time.svg").exists());
     // A file that is not a report is an error, not a panic.
     let bad = Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
         .arg("report")

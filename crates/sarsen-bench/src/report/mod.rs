@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::chart::ChartRow;
 use crate::cli::Params;
 use crate::engines::{EngineKind, Result};
 use crate::runner::{Series, Step};
@@ -315,11 +316,31 @@ impl JsonReport {
 }
 
 /// Writes `report.md` (the Markdown report `text`), `results.json` and the SVG
-/// charts into `dir` (created if missing).
+/// charts (see [`crate::chart`]) into `dir` (created if missing).
 pub fn write_out(dir: &Path, text: &str, doc: &JsonReport) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     std::fs::write(dir.join("report.md"), text)?;
     doc.write(&dir.join("results.json"))?;
+    let rows: Vec<ChartRow> = doc
+        .records
+        .iter()
+        .map(|r| ChartRow {
+            engine: r.engine.clone(),
+            allocator: r.allocator.clone(),
+            workload: r.workload.clone(),
+            threads: r.threads,
+            ops_per_sec: r.ops_per_sec,
+            read_ops_per_sec: r.read_ops_per_sec,
+            write_ops_per_sec: r.write_ops_per_sec,
+            wall_s: r.wall_s,
+        })
+        .collect();
+    let p = &doc.params;
+    let title = format!(
+        "sarsen-bench: {} records, {}-byte keys, {}-byte values",
+        p.num, p.key_size, p.value_size
+    );
+    crate::chart::write_charts(dir, &title, &rows)?;
     Ok(())
 }
 
