@@ -1,1 +1,237 @@
-//! sled: not written yet.
+//! sled 0.34 through its public API, configured as sled's own benchmarks
+//! (`benchmarks/criterion` in the sled repository) open it:
+//!
+//! - the default tree of a `sled::Db` in the directory, default mode;
+//! - `flush_every_ms(None)`: no background flusher, so for asynchronous workloads a
+//!   commit stays in sled's IO buffers until [`Engine::sync`] (`Tree::flush`, which
+//!   writes and fsyncs everything) or the database is dropped (sled flushes on drop);
+//!   for durable workloads every batch is followed by `Tree::flush` before it returns;
+//! - `cache_capacity` is [`OpenOptions::cache_bytes`], the budget every engine gets
+//!   (sled's default when it is 0);
+//! - with [`MergeOperator::Uint64Add`] requested, the tree gets a `set_merge_operator`
+//!   function adding 8-byte little-endian integers, wrapping (a missing or malformed
+//!   value counts as 0, as in RocksDB's `UInt64AddOperator`).
+//!
+//! Writes are one `sled::Batch` applied with `Tree::apply_batch`, atomic (sled seals
+//! the batch in its log). A `Batch` cannot be read, so [`Engine::update_batch`] reads
+//! the current value (or, for a key that repeats in the batch, the value this batch
+//! last wrote, from a small map) and applies the new values as one batch: atomic, not
+//! isolated from other writers. sled's `Batch` and transactions have no merge, so
+//! [`Engine::merge_batch`] calls `Tree::merge` per key (each merge atomic on its own
+//! key, the batch as a whole not), then flushes once for a durable batch.
+//!
+//! sled has no read snapshots outside its (write) transactions: a get is a plain
+//! `Tree::get`, a batch of gets is plain gets, and a scan is one tree iterator, none
+//! of them isolated from concurrent writes. [`Engine::delete_batch`] returns
+//! `keys.len()`: a `Batch` removal does not say whether the key existed.
+//!
+//! sled is lock-free for single-key operations and lets many threads write; note that
+//! `apply_batch` takes sled's process-wide concurrency-control lock exclusively while
+//! it applies, so batch commits serialize (and briefly exclude readers).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use ::sled::{Batch, Config, Db};
+
+use super::{Engine, MergeOperator, OpenOptions, Reader, Result, SyncMode, UpdateFn};
+
+/// The sled version this module is built against (pinned in `Cargo.toml`).
+const VERSION: &str = "sled 0.34.7";
+
+/// A sled database; the benchmark uses its default tree.
+pub struct SledEngine {
+    db: Db,
+    /// Flush (write and fsync) after every batch.
+    durable: bool,
+}
+
+impl SledEngine {
+    /// Applies `batch` atomically, flushing it to stable storage if durable.
+    fn commit(&self, batch: Batch) -> Result<()> {
+        self.db.apply_batch(batch)?;
+        self.flush_if_durable()
+    }
+
+    /// Flushes everything written so far when the engine was opened durable.
+    fn flush_if_durable(&self) -> Result<()> {
+        if self.durable {
+            self.db.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads an 8-byte little-endian integer; anything else counts as 0.
+fn le_u64(bytes: &[u8]) -> u64 {
+    bytes.try_into().map_or(0, u64::from_le_bytes)
+}
+
+/// sled merge operator for [`MergeOperator::Uint64Add`]: the old value plus the
+/// operand, wrapping; a missing value is 0.
+fn uint64_add(_key: &[u8], old: Option<&[u8]>, operand: &[u8]) -> Option<Vec<u8>> {
+    let sum = old.map_or(0, le_u64).wrapping_add(le_u64(operand));
+    Some(sum.to_le_bytes().to_vec())
+}
+
+impl Engine for SledEngine {
+    type Reader<'a> = SledReader<'a>;
+
+    const CONCURRENT_WRITERS: bool = true;
+
+    const MAPS_DB: bool = false;
+
+    fn version() -> String {
+        VERSION.into()
+    }
+
+    fn config(opts: &OpenOptions) -> String {
+        let commit = match opts.sync {
+            SyncMode::Async => "no flush per commit",
+            SyncMode::Durable => "flush() after every batch",
+        };
+        let cache = match opts.cache_bytes {
+            0 => "default".to_string(),
+            n => format!("{n} bytes"),
+        };
+        let merge = match opts.merge_operator {
+            Some(MergeOperator::Uint64Add) => "; uint64add merge operator (per-key merge)",
+            None => "",
+        };
+        format!(
+            "flush_every_ms(None), {commit}, cache_capacity {cache}; apply_batch per batch{merge}"
+        )
+    }
+
+    fn open(dir: &Path, opts: &OpenOptions) -> Result<Self> {
+        let mut config = Config::new().path(dir).flush_every_ms(None);
+        if opts.cache_bytes > 0 {
+            config = config.cache_capacity(opts.cache_bytes);
+        }
+        let db = config.open()?;
+        match opts.merge_operator {
+            Some(MergeOperator::Uint64Add) => db.set_merge_operator(uint64_add),
+            None => {}
+        }
+        Ok(SledEngine {
+            db,
+            durable: opts.sync == SyncMode::Durable,
+        })
+    }
+
+    fn write_batch(&self, pairs: &[(&[u8], &[u8])], _sorted_append: bool) -> Result<()> {
+        // sled has no append mode: sorted keys take the same path.
+        let mut batch = Batch::default();
+        for &(k, v) in pairs {
+            batch.insert(k, v);
+        }
+        self.commit(batch)
+    }
+
+    fn delete_batch(&self, keys: &[&[u8]]) -> Result<u64> {
+        let mut batch = Batch::default();
+        for &k in keys {
+            batch.remove(k);
+        }
+        self.commit(batch)?;
+        Ok(keys.len() as u64)
+    }
+
+    fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
+        // This batch's writes so far, for keys that repeat in it.
+        let mut written: HashMap<&[u8], Vec<u8>> = HashMap::with_capacity(keys.len());
+        let mut found = 0;
+        for (i, &k) in keys.iter().enumerate() {
+            let mut buf = Vec::new();
+            match written.get(k) {
+                Some(old) => {
+                    found += 1;
+                    update(i, Some(old), &mut buf);
+                }
+                None => {
+                    let old = self.db.get(k)?;
+                    found += u64::from(old.is_some());
+                    update(i, old.as_deref(), &mut buf);
+                }
+            }
+            written.insert(k, buf);
+        }
+        let mut batch = Batch::default();
+        for (k, v) in written {
+            batch.insert(k, v);
+        }
+        self.commit(batch)?;
+        Ok(found)
+    }
+
+    fn merge_batch(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        for &(k, operand) in pairs {
+            self.db.merge(k, operand)?;
+        }
+        self.flush_if_durable()
+    }
+
+    fn has_merge() -> bool {
+        true
+    }
+
+    fn reader(&self) -> Result<SledReader<'_>> {
+        Ok(SledReader { db: &self.db })
+    }
+
+    fn scan<F: FnMut(&[u8], &[u8])>(&self, reverse: bool, mut visit: F) -> Result<u64> {
+        let iter = self.db.iter();
+        let mut n = 0;
+        let mut each = |entry: ::sled::Result<(::sled::IVec, ::sled::IVec)>| -> Result<()> {
+            let (k, v) = entry?;
+            visit(&k, &v);
+            n += 1;
+            Ok(())
+        };
+        if reverse {
+            iter.rev().try_for_each(&mut each)?;
+        } else {
+            iter.into_iter().try_for_each(&mut each)?;
+        }
+        Ok(n)
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+/// Reads through plain `Tree::get`s (sled has no read snapshots).
+pub struct SledReader<'a> {
+    db: &'a Db,
+}
+
+impl Reader for SledReader<'_> {
+    #[inline]
+    fn get<R, F: FnOnce(&[u8]) -> R>(&mut self, key: &[u8], f: F) -> Result<Option<R>> {
+        let value = self.db.get(key)?;
+        Ok(value.as_deref().map(f))
+    }
+
+    fn get_batch(
+        &mut self,
+        keys: &[&[u8]],
+        visit: &mut dyn FnMut(usize, Option<&[u8]>),
+    ) -> Result<()> {
+        for (i, &k) in keys.iter().enumerate() {
+            let value = self.db.get(k)?;
+            visit(i, value.as_deref());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The shared engine conformance test.
+    #[test]
+    fn conformance() {
+        crate::engines::conformance::run::<super::SledEngine>();
+    }
+}
