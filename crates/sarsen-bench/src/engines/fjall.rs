@@ -44,7 +44,9 @@ const VERSION: &str = "fjall 3.1.13";
 
 /// A fjall database and its benchmark keyspace.
 pub struct FjallEngine {
+    /// The open database (journal, keyspaces, block cache, background workers).
     db: Database,
+    /// The benchmark's keyspace.
     ks: Keyspace,
     /// `Some(SyncAll)` for durable commits, `None` to leave the journal buffered.
     commit_persist: Option<PersistMode>,
@@ -173,6 +175,7 @@ impl Engine for FjallEngine {
 /// Reads through the engine's keyspace: a plain point get per get, one snapshot per
 /// batch of gets.
 pub struct FjallReader<'a> {
+    /// The engine read from.
     engine: &'a FjallEngine,
 }
 

@@ -41,6 +41,7 @@ const VERSION: &str = "sled 0.34.7";
 
 /// A sled database; the benchmark uses its default tree.
 pub struct SledEngine {
+    /// The open database; its default tree holds the data.
     db: Db,
     /// Flush (write and fsync) after every batch.
     durable: bool,
@@ -204,6 +205,7 @@ impl Engine for SledEngine {
 
 /// Reads through plain `Tree::get`s (sled has no read snapshots).
 pub struct SledReader<'a> {
+    /// The engine's database.
     db: &'a Db,
 }
 
