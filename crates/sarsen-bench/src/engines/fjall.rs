@@ -14,7 +14,7 @@
 //!   `Database::persist(PersistMode::SyncAll)`, and dropping the database persists
 //!   the journal too;
 //! - the block cache (`cache_size`) is [`OpenOptions::cache_bytes`], the budget every
-//!   engine gets (fjall's default when it is 0); other settings keep fjall's defaults.
+//!   engine gets (fjall's default, 32 MiB, when it is 0); other settings keep fjall's defaults.
 //!
 //! A `WriteBatch` cannot be read, so [`Engine::update_batch`] reads the committed
 //! value (or, for a key that repeats in the batch, the value this batch last wrote,
@@ -76,7 +76,7 @@ impl Engine for FjallEngine {
             SyncMode::Durable => "PersistMode::SyncAll per commit",
         };
         let cache = match opts.cache_bytes {
-            0 => "default".to_string(),
+            0 => "default (32 MiB)".to_string(),
             n => format!("{n} bytes"),
         };
         format!("manual_journal_persist(true), {commit}, cache {cache}; one WriteBatch per batch")

@@ -13,7 +13,7 @@
 //!   (`db` in the directory) through a handle of its own. [`Engine::sync`] does the
 //!   same;
 //! - `cache_capacity` is [`OpenOptions::cache_bytes`], the budget every engine gets
-//!   (sled's default when it is 0);
+//!   (sled's default, 1 GiB, when it is 0);
 //! - with [`MergeOperator::Uint64Add`] requested, the tree gets a `set_merge_operator`
 //!   function adding 8-byte little-endian integers, wrapping (a missing or malformed
 //!   value counts as 0, as in RocksDB's `UInt64AddOperator`).
@@ -115,7 +115,7 @@ impl Engine for SledEngine {
             SyncMode::Durable => "flush() + fdatasync(db) after every batch",
         };
         let cache = match opts.cache_bytes {
-            0 => "default".to_string(),
+            0 => "default (1 GiB)".to_string(),
             n => format!("{n} bytes"),
         };
         let merge = match opts.merge_operator {
