@@ -14,7 +14,8 @@
 //!   `Database::persist(PersistMode::SyncAll)`, and dropping the database persists
 //!   the journal too;
 //! - the block cache (`cache_size`) is [`OpenOptions::cache_bytes`], the budget every
-//!   engine gets (fjall's default, 32 MiB, when it is 0); other settings keep fjall's defaults.
+//!   engine gets (fjall's default, 32 MiB, when it is 0); other settings keep fjall's
+//!   defaults.
 //!
 //! A `WriteBatch` cannot be read, so [`Engine::update_batch`] reads the committed
 //! value (or, for a key that repeats in the batch, the value this batch last wrote,
