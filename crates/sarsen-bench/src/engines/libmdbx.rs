@@ -17,10 +17,14 @@
 //!   LMDB's `MDB_NORDAHEAD`; `MDBX_APPEND` for sorted appends (fillseq), as
 //!   `MDB_APPEND`.
 //! - **Geometry**: libmdbx grows its file on demand inside a reserved address range.
-//!   The upper bound is that of LMDB's map, `max(64 GiB, 4 × data_bytes)`; the file
-//!   grows in steps of 256 MiB and is never shrunk (LMDB never shrinks its file
-//!   either). Page size is libmdbx's default, the OS page (4 KiB), as LMDB's.
-//! - At least `readers + 2` reader slots (as LMDB: `max(readers, 126) + 2`).
+//!   The upper bound is that of LMDB's map, `max(64 GiB, 4 × data_bytes)`. The file
+//!   grows in steps of 16 MiB (libmdbx's own default for a database starting at its
+//!   default 256 KiB lower bound): libmdbx `fallocate`s each step, so the step is
+//!   disk space the "DB size" column counts, and a larger one would mostly inflate
+//!   it. The file is never shrunk (LMDB never shrinks its file either). Page size is
+//!   libmdbx's default, the OS page (4 KiB), as LMDB's.
+//! - At least `readers + 2` reader slots (as LMDB: `max(readers, 126) + 2`). Every
+//!   other option keeps libmdbx's default.
 //! - One read transaction per get, prepared once per reader
 //!   (`MDBX_TXN_RDONLY_PREPARE`) and renewed/reset around every get, as the LMDB
 //!   engine does after Symas' db_bench_mdb: a renew reuses the transaction's reader slot, where a fresh
@@ -51,12 +55,14 @@ use super::{Engine, OpenOptions, Reader, Result, SyncMode, UpdateFn};
 const MIN_MAX_SIZE: u64 = 64 << 30;
 
 /// Step by which libmdbx grows the database file.
-const GROWTH_STEP: u64 = 256 << 20;
+const GROWTH_STEP: u64 = 16 << 20;
 
 /// A failed libmdbx call.
 #[derive(Debug)]
 pub struct MdbxError {
+    /// The libmdbx function that failed.
     op: &'static str,
+    /// Its error.
     err: libmdbx::Error,
 }
 
@@ -112,7 +118,9 @@ unsafe fn bytes<'a>(v: &ffi::MDBX_val) -> &'a [u8] {
 
 /// An open libmdbx environment and its main (unnamed) table.
 pub struct MdbxEngine {
+    /// The environment (closed when dropped).
     db: Database<WriteMap>,
+    /// Handle of the main table, valid while the environment is open.
     dbi: ffi::MDBX_dbi,
 }
 
@@ -172,7 +180,9 @@ impl Drop for WriteTxn {
 
 /// A read-only transaction and a cursor on it, for one scan; both are freed on drop.
 struct ScanCursor {
+    /// The read-only transaction.
     txn: *mut ffi::MDBX_txn,
+    /// A cursor on the main table in `txn`, or null before it is opened.
     cursor: *mut ffi::MDBX_cursor,
 }
 
@@ -422,8 +432,11 @@ impl Engine for MdbxEngine {
 /// A read-only transaction kept reset between gets and renewed for each one, as the
 /// LMDB engine does.
 pub struct MdbxReader<'a> {
+    /// The read-only transaction: reset (or only prepared) between calls.
     txn: *mut ffi::MDBX_txn,
+    /// The engine's main table.
     dbi: ffi::MDBX_dbi,
+    /// Keeps the environment open while the transaction exists.
     _engine: PhantomData<&'a MdbxEngine>,
 }
 
@@ -489,6 +502,7 @@ impl Drop for MdbxReader<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// The engine conformance test (see `engines::conformance`).
     #[test]
     fn conformance() {
         crate::engines::conformance::run::<super::MdbxEngine>();
