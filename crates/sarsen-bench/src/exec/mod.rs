@@ -66,6 +66,9 @@ pub struct Measurement {
     /// For counter workloads: whether the counters' sum grew by exactly the number
     /// of increments.
     pub counters_exact: Option<bool>,
+    /// Increments lost by concurrent, non-isolated read-modify-writes (updaterandom
+    /// with several writer threads on an engine whose batches are not isolated).
+    pub lost_updates: Option<u64>,
     /// Verification failures; always checked: counters, found counts of full key
     /// sets; with `--check`, every value read.
     pub errors: Vec<String>,

@@ -96,11 +96,18 @@ pub(super) fn write_existing<E: Engine>(ctx: &Ctx<'_, E>, w: Workload) -> Result
     };
     if let Some((before, entries_before)) = sum_before {
         let (after, entries_after) = counter_sum(ctx.engine)?;
-        let exact = after == before.wrapping_add(st.ops) && entries_after == entries_before;
-        if !exact {
+        let grew = after.wrapping_sub(before);
+        let exact = grew == st.ops && entries_after == entries_before;
+        // Concurrent get-then-put on engines whose write batches are not isolated
+        // (LSM trees, sled) loses updates, as db_bench's updaterandom does on RocksDB;
+        // that is measured, not an error. Merges and single writers must be exact.
+        let lossy_ok =
+            w == Workload::UpdateRandom && threads > 1 && entries_after == entries_before;
+        if !exact && lossy_ok {
+            m.lost_updates = Some(st.ops.wrapping_sub(grew));
+        } else if !exact {
             ctx.error(format!(
-                "counters: sum grew by {} over {} increments; entries {entries_before} -> {entries_after}",
-                after.wrapping_sub(before),
+                "counters: sum grew by {grew} over {} increments; entries {entries_before} -> {entries_after}",
                 st.ops
             ));
         }

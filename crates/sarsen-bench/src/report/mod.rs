@@ -125,6 +125,10 @@ pub struct Record {
     /// For updaterandom with 8-byte values and mergerandom: whether the counters'
     /// sum grew by exactly the number of increments.
     pub counters_exact: Option<bool>,
+    /// Increments lost by concurrent get-then-put without isolation (updaterandom
+    /// with several writer threads on LSM engines and sled).
+    #[serde(default)]
+    pub lost_updates: Option<u64>,
 }
 
 fn per(n: u64, d: f64) -> f64 {
@@ -223,6 +227,7 @@ impl Record {
                 .then(|| fs_write_bytes as f64 / m.bytes_written as f64),
             entries_before: step.before.map(|s| s.entries),
             counters_exact: m.counters_exact,
+            lost_updates: m.lost_updates,
         }
     }
 }

@@ -311,8 +311,14 @@ pub fn table(w: Workload, p: &Params, rows: &[Record], notes: &[String]) -> Stri
     let counters: Vec<String> = rows
         .iter()
         .filter_map(|r| {
-            r.counters_exact
-                .map(|ok| format!("{} {}", r.series, if ok { "exact" } else { "WRONG" }))
+            r.counters_exact.map(|ok| match (ok, r.lost_updates) {
+                (true, _) => format!("{} exact", r.series),
+                (false, Some(n)) => format!(
+                    "{} lost {n} updates (concurrent get-then-put is not isolated)",
+                    r.series
+                ),
+                (false, None) => format!("{} WRONG", r.series),
+            })
         })
         .collect();
     if !counters.is_empty() {
