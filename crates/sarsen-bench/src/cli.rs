@@ -12,7 +12,7 @@ use crate::workload::Workload;
 /// Benchmark Sarsen against its peers with db_bench workloads, one child process per
 /// (engine, workload) so that CPU time, RSS and context switches are each engine's own.
 #[derive(Parser, Debug, Clone)]
-#[command(name = "sarsen-bench", version, about, long_about = None)]
+#[command(name = "sarsen-bench", version, about, long_about = None, args_override_self = true)]
 pub struct Cli {
     /// Comma-separated workloads, run in order.
     #[arg(
