@@ -3,7 +3,9 @@
 # values on /dev/shm, loaded with batched sequential writes, then readwhilewriting
 # with 2 readers that each read every record once and 1 writer; each engine run
 # with glibc's malloc, jemalloc and tcmalloc (LD_PRELOAD of Debian's libjemalloc2
-# and libtcmalloc-minimal4). One engine at a time. Results in results/malloc.
+# and libtcmalloc-minimal4). One (engine, allocator) at a time, its database
+# deleted after, so /dev/shm needs room for one (8 GB at the default NUM).
+# Results in results/malloc.
 source "$(dirname "$0")/lib.sh"
 
 NUM="${NUM:-2000000}"
@@ -15,15 +17,17 @@ install_packages malloc
 build "$ENGINES"
 mkdir -p "$RESULTS"
 IFS=',' read -ra list <<<"$ENGINES"
+files=()
 for e in "${list[@]}"; do
-    rm -rf "$DB"
-    "$BIN" --engines "$e" --num "$NUM" --value_size 4000 \
-        --benchmarks fillseq,readwhilewriting --threads 2 --reads "$NUM" \
-        --malloc glibc,jemalloc,tcmalloc --db "$DB" \
-        --json "$RESULTS/$e.json" "$@" | tee "$RESULTS/$e.md"
+    for m in glibc jemalloc tcmalloc; do
+        rm -rf "$DB"
+        "$BIN" --engines "$e" --num "$NUM" --value_size 4000 \
+            --benchmarks fillseq,readwhilewriting --threads 2 --reads "$NUM" \
+            --malloc "$m" --db "$DB" \
+            --json "$RESULTS/$e-$m.json" "$@" | tee "$RESULTS/$e-$m.md"
+        files+=("$RESULTS/$e-$m.json")
+    done
 done
 rm -rf "$DB"
-files=()
-for e in "${list[@]}"; do files+=("$RESULTS/$e.json"); done
 "$BIN" report --out "$RESULTS" "${files[@]}"
 echo "results in $RESULTS" >&2
