@@ -322,3 +322,61 @@ fn usage(msg: String) -> ! {
         .error(clap::error::ErrorKind::ValueValidation, msg)
         .exit()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("sarsen-bench").chain(args.iter().copied()))
+            .expect("valid arguments")
+    }
+
+    #[test]
+    fn db_bench_style_flags_parse() {
+        let c = parse(&[
+            "--sync",
+            "--use_existing_db=0",
+            "--threads=1,2,4",
+            "--writes=10",
+        ]);
+        assert!(c.sync && !c.use_existing_db);
+        assert_eq!(c.threads, [1, 2, 4]);
+        let p = c.params();
+        assert_eq!((p.threads, p.writes, p.reads), (1, 10, 1_000_000));
+        for (arg, want) in [
+            ("--sync=1", true),
+            ("--sync=true", true),
+            ("--sync=0", false),
+        ] {
+            assert_eq!(parse(&[arg]).sync, want, "{arg}");
+        }
+        assert!(Cli::try_parse_from(["sarsen-bench", "--sync=yes"]).is_err());
+        // A later flag overrides an earlier one, as in db_bench and scripts that
+        // append their own arguments.
+        assert_eq!(parse(&["--num=5", "--num=7"]).num, 7);
+    }
+
+    #[test]
+    fn mergerandom_implies_uint64add_and_counters() {
+        let p = parse(&["--benchmarks=mergerandom", "--value_size=8"]).params();
+        assert_eq!(p.merge_operator, Some(MergeOperator::Uint64Add));
+        assert!(p.counters());
+        let p = parse(&["--benchmarks=fillrandom"]).params();
+        assert_eq!(p.merge_operator, None);
+        assert!(!p.counters());
+    }
+
+    #[test]
+    fn allocators_default_to_none_and_drop_repeats() {
+        assert_eq!(parse(&[]).allocators(), [None]);
+        assert_eq!(
+            parse(&["--malloc=jemalloc,glibc,jemalloc"]).allocators(),
+            [Some(Allocator::Jemalloc), Some(Allocator::Glibc)]
+        );
+        assert!(Allocator::Glibc.library().is_none());
+        assert!(Allocator::Tcmalloc
+            .library()
+            .is_some_and(|(lib, pkg)| lib.contains("tcmalloc") && pkg.contains("tcmalloc")));
+    }
+}
