@@ -133,7 +133,9 @@ impl Engine for RocksEngine {
             }
             None => {}
         }
-        let db = DB::open(&o, dir)?;
+        // Opened with the default column family named, with the same options, so that
+        // `cf_handle` finds it for batched MultiGet (plain `DB::open` keeps no handle).
+        let db = DB::open_cf_with_opts(&o, dir, [(DEFAULT_COLUMN_FAMILY_NAME, o.clone())])?;
         let mut write_opts = WriteOptions::default();
         match opts.sync {
             SyncMode::Async => write_opts.disable_wal(true),
