@@ -3,9 +3,9 @@
 //! workspace's `.cargo/config.toml`: the LevelDB 1.22 bundled in leveldb-sys does not
 //! build with gcc 12, and the override also keeps cmake out of the build.
 //!
-//! Configured as Symas' benchmark reports ran LevelDB through its own `db_bench`:
-//! LevelDB's defaults (4 MiB write buffer, 4 KiB blocks, no bloom filter, as
-//! `db_bench`'s `--bloom_bits=-1`) except
+//! Configured as LevelDB's own `db_bench` runs it (Symas' reports name no LevelDB
+//! setting beyond compression): LevelDB's defaults (4 MiB write buffer, 4 KiB blocks,
+//! no bloom filter, as `db_bench`'s `--bloom_bits=-1`) except
 //! - compression off (Symas built every engine without compression),
 //! - an LRU block cache of exactly [`OpenOptions::cache_bytes`], the budget every
 //!   engine with a block cache gets (0 means LevelDB caches no blocks),
