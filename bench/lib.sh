@@ -54,8 +54,12 @@ features_for() {
 }
 
 # build ENGINES: installs what the engines need and builds sarsen-bench with them.
+# With SKIP_BUILD=1, uses the binary already in target/release as it is.
 build() {
     local engines="$1"
+    if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x "$BIN" ]; then
+        return
+    fi
     local features
     features="$(features_for "$engines")"
     IFS=',' read -ra list <<<"$features"
