@@ -108,6 +108,7 @@ pub struct EnvOptions {
     max_readers: u32,
     max_dbs: u32,
     read_only: bool,
+    read_ahead: bool,
     write_map: bool,
     boot_id: Option<[u8; 16]>,
 }
@@ -123,6 +124,7 @@ impl Default for EnvOptions {
             max_readers: 126,
             max_dbs: 128,
             read_only: false,
+            read_ahead: true,
             write_map: false,
             boot_id: None,
         }
@@ -192,6 +194,16 @@ impl EnvOptions {
     /// [`Error::ReadOnly`]. The file must exist.
     pub fn read_only(mut self, yes: bool) -> Self {
         self.read_only = yes;
+        self
+    }
+
+    /// Read-ahead on page faults of the map (default on). Turn it off for
+    /// random reads of a database larger than the memory it may use: a fault
+    /// then reads one page instead of a window around it, which the kernel
+    /// would otherwise read in and evict again (LMDB's `MDB_NORDAHEAD`, which
+    /// does the same with `madvise(MADV_RANDOM)`).
+    pub fn read_ahead(mut self, yes: bool) -> Self {
+        self.read_ahead = yes;
         self
     }
 
@@ -337,6 +349,7 @@ impl Env {
             &file,
             upper_pgno as usize * page_size as usize,
             o.write_map && !o.read_only,
+            o.read_ahead,
         )?;
         let growth_pgno = (o.growth_step / u64::from(page_size)).clamp(1, 1 << 20) as Pgno;
         let env = Env {

@@ -23,10 +23,14 @@ impl Engine for SarsenEngine {
     }
 
     fn config(opts: &OpenOptions) -> String {
-        match opts.sync {
-            SyncMode::Async => "Durability::NoSync, write_map(true)".into(),
-            SyncMode::Durable => "Durability::Durable (one fdatasync per commit)".into(),
+        let mut c = match opts.sync {
+            SyncMode::Async => String::from("Durability::NoSync, write_map(true)"),
+            SyncMode::Durable => String::from("Durability::Durable (one fdatasync per commit)"),
+        };
+        if opts.random_reads {
+            c.push_str(", read_ahead(false) (LMDB's MDB_NORDAHEAD)");
         }
+        c
     }
 
     fn open(dir: &Path, opts: &OpenOptions) -> Result<Self> {
@@ -40,6 +44,7 @@ impl Engine for SarsenEngine {
             EnvOptions::new()
                 .durability(durability)
                 .write_map(durability == Durability::NoSync)
+                .read_ahead(!opts.random_reads)
                 .open(dir)?
         };
         let db = env.main_db();

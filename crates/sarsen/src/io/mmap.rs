@@ -37,8 +37,11 @@ unsafe impl Send for Map {}
 unsafe impl Sync for Map {}
 
 impl Map {
-    /// Maps `len` bytes of `file`, shared; writable if `writable`.
-    pub(crate) fn new(file: &DataFile, len: usize, writable: bool) -> Result<Map> {
+    /// Maps `len` bytes of `file`, shared; writable if `writable`. Without
+    /// `read_ahead`, the kernel is told to expect random access
+    /// (`MADV_RANDOM`), so a page fault reads one page rather than a window
+    /// around it (LMDB's `MDB_NORDAHEAD`).
+    pub(crate) fn new(file: &DataFile, len: usize, writable: bool, read_ahead: bool) -> Result<Map> {
         if len == 0 {
             return Err(Error::InvalidArgument("empty map".into()));
         }
@@ -65,6 +68,12 @@ impl Map {
         }
         let ptr = NonNull::new(p as *mut u8)
             .ok_or_else(|| Error::io("mmap", std::io::Error::other("null mapping")))?;
+        if !read_ahead {
+            // SAFETY: `p` is the start of the `len`-byte mapping just made;
+            // advice changes no memory contents. A failure only leaves the
+            // kernel's default read-around, so it is not an error.
+            unsafe { libc::madvise(p, len, libc::MADV_RANDOM) };
+        }
         let len_now = file.len()?;
         let file_len = AtomicU64::new(len_now);
         Ok(Map {
