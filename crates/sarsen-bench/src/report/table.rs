@@ -297,7 +297,10 @@ pub fn table(w: Workload, p: &Params, rows: &[Record], notes: &[String]) -> Stri
     if w.has_readers() || w == Workload::UpdateRandom || w == Workload::DeleteRandom {
         let found: Vec<String> = med
             .iter()
-            .map(|(r, _)| format!("{} {} of {}", r.series, r.found, r.ops))
+            .map(|(r, _)| {
+                let of = if w.has_readers() { r.read_ops } else { r.ops };
+                format!("{} {} of {}", r.series, r.found, of)
+            })
             .collect();
         let _ = writeln!(s, "found: {}  ", found.join(", "));
     }

@@ -41,7 +41,12 @@ impl Map {
     /// `read_ahead`, the kernel is told to expect random access
     /// (`MADV_RANDOM`), so a page fault reads one page rather than a window
     /// around it (LMDB's `MDB_NORDAHEAD`).
-    pub(crate) fn new(file: &DataFile, len: usize, writable: bool, read_ahead: bool) -> Result<Map> {
+    pub(crate) fn new(
+        file: &DataFile,
+        len: usize,
+        writable: bool,
+        read_ahead: bool,
+    ) -> Result<Map> {
         if len == 0 {
             return Err(Error::InvalidArgument("empty map".into()));
         }
