@@ -30,7 +30,6 @@
 //! and each commit takes the journal lock only for its append and memtable insert,
 //! as RocksDB's write group serializes WAL appends.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use ::fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode, Readable};
@@ -121,24 +120,8 @@ impl Engine for FjallEngine {
     }
 
     fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
-        // This batch's writes so far, for keys that repeat in it.
-        let mut written: HashMap<&[u8], Vec<u8>> = HashMap::with_capacity(keys.len());
-        let mut found = 0;
-        for (i, &k) in keys.iter().enumerate() {
-            let mut buf = Vec::new();
-            match written.get(k) {
-                Some(old) => {
-                    found += 1;
-                    update(i, Some(old), &mut buf);
-                }
-                None => {
-                    let old = self.ks.get(k)?;
-                    found += u64::from(old.is_some());
-                    update(i, old.as_deref(), &mut buf);
-                }
-            }
-            written.insert(k, buf);
-        }
+        let (written, found) =
+            super::update_unreadable_batch(keys, update, |k| Ok(self.ks.get(k)?))?;
         let mut batch = self.batch();
         for (k, v) in written {
             batch.insert(&self.ks, k, v);

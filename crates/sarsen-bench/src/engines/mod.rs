@@ -225,6 +225,38 @@ pub struct OpenOptions {
 /// write transaction (None if absent), and an empty buffer to fill with the new value.
 pub type UpdateFn<'f> = dyn FnMut(usize, Option<&[u8]>, &mut Vec<u8>) + 'f;
 
+/// The new value of each distinct key of a batch, by key.
+pub type BatchWrites<'k> = std::collections::HashMap<&'k [u8], Vec<u8>>;
+
+/// `Engine::update_batch` for engines whose write batch cannot be read (LSM
+/// `WriteBatch`es, sled's `Batch`): runs `update` over `keys` in order, reading a
+/// key's value with `get` unless this batch already wrote it, and returns the new
+/// value of each distinct key (to write as one batch) and how many keys existed.
+pub fn update_unreadable_batch<'k, V: std::ops::Deref<Target = [u8]>>(
+    keys: &[&'k [u8]],
+    update: &mut UpdateFn<'_>,
+    mut get: impl FnMut(&[u8]) -> Result<Option<V>>,
+) -> Result<(BatchWrites<'k>, u64)> {
+    let mut written = BatchWrites::with_capacity(keys.len());
+    let mut found = 0;
+    for (i, &k) in keys.iter().enumerate() {
+        let mut buf = Vec::new();
+        match written.get(k) {
+            Some(old) => {
+                found += 1;
+                update(i, Some(old), &mut buf);
+            }
+            None => {
+                let old = get(k)?;
+                found += u64::from(old.is_some());
+                update(i, old.as_deref(), &mut buf);
+            }
+        }
+        written.insert(k, buf);
+    }
+    Ok((written, found))
+}
+
 /// The error of an engine asked for an operation it does not have.
 pub fn unsupported(engine: &str, what: &str) -> BoxError {
     format!("{engine} has no {what}").into()

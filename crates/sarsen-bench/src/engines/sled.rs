@@ -39,7 +39,6 @@
 //! sled is lock-free for single-key operations and lets many threads write; batches
 //! of several writes serialize on `apply_batch`'s exclusive lock while they apply.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
 
@@ -173,24 +172,8 @@ impl Engine for SledEngine {
     }
 
     fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
-        // This batch's writes so far, for keys that repeat in it.
-        let mut written: HashMap<&[u8], Vec<u8>> = HashMap::with_capacity(keys.len());
-        let mut found = 0;
-        for (i, &k) in keys.iter().enumerate() {
-            let mut buf = Vec::new();
-            match written.get(k) {
-                Some(old) => {
-                    found += 1;
-                    update(i, Some(old), &mut buf);
-                }
-                None => {
-                    let old = self.db.get(k)?;
-                    found += u64::from(old.is_some());
-                    update(i, old.as_deref(), &mut buf);
-                }
-            }
-            written.insert(k, buf);
-        }
+        let (written, found) =
+            super::update_unreadable_batch(keys, update, |k| Ok(self.db.get(k)?))?;
         if written.len() == 1 {
             for (k, v) in written {
                 self.db.insert(k, v)?;
