@@ -5,10 +5,12 @@
 //! (LMDB keeps these in its main database; Sarsen keeps them in a separate
 //! catalog, so the unnamed main database holds only user keys).
 
+use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
+use crate::merge::MergeOperator;
 use crate::page::DbRecord;
 
 /// A handle to a database of an environment: the unnamed main database or a
@@ -23,6 +25,62 @@ pub struct Database {
 impl Database {
     /// The unnamed main database.
     pub(crate) const MAIN: Database = Database { dbi: 0 };
+}
+
+/// How to open a database: what `mdb_dbi_open`'s flags and RocksDB's
+/// column-family options say. Given to
+/// [`RwTxn::create_db_with`](crate::RwTxn::create_db_with),
+/// [`RwTxn::open_db_with`](crate::RwTxn::open_db_with) and
+/// [`RoTxn::open_db_with`](crate::RoTxn::open_db_with).
+///
+/// ```
+/// use sarsen::{merge::Uint64Add, DbOptions};
+/// # fn main() -> Result<(), sarsen::Error> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path())? };
+/// let mut w = env.write_txn()?;
+/// let hits = w.create_db_with(Some("hits"), &DbOptions::new().merge_operator(Uint64Add))?;
+/// w.merge(hits, b"/index.html", &1u64.to_le_bytes())?;
+/// w.commit()?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct DbOptions {
+    pub(crate) merge: Option<Arc<dyn MergeOperator>>,
+}
+
+impl DbOptions {
+    /// No merge operator.
+    pub fn new() -> DbOptions {
+        DbOptions::default()
+    }
+
+    /// Attaches `op` as the database's merge operator (RocksDB's
+    /// `Options::merge_operator`): [`RwTxn::merge`](crate::RwTxn::merge)
+    /// then works on it. Its name is recorded in the catalog by the first
+    /// write transaction that opens the database with it or merges into it;
+    /// once recorded, opening with an operator of another name fails with
+    /// [`Error::MergeOperatorMismatch`]. Opening without an operator is
+    /// always allowed: values are stored merged, so reads and puts need none.
+    pub fn merge_operator(self, op: impl MergeOperator) -> DbOptions {
+        self.merge_operator_arc(Arc::new(op))
+    }
+
+    /// [`merge_operator`](DbOptions::merge_operator) with a shared operator.
+    pub fn merge_operator_arc(mut self, op: Arc<dyn MergeOperator>) -> DbOptions {
+        self.merge = Some(op);
+        self
+    }
+}
+
+impl fmt::Debug for DbOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DbOptions")
+            .field("merge_operator", &self.merge.as_ref().map(|m| m.name()))
+            .finish()
+    }
 }
 
 /// Statistics of one database (LMDB's `MDB_stat`).
@@ -56,10 +114,12 @@ impl Stat {
     }
 }
 
-/// Names of the databases handed out by an environment, by handle index.
-/// Append-only and lock-free to read, so resolving a handle costs no lock.
+/// Names of the databases handed out by an environment, by handle index,
+/// and the merge operators attached to them. Append-only and lock-free to
+/// read, so resolving a handle costs no lock.
 pub(crate) struct Registry {
     names: Box<[OnceLock<Box<str>>]>,
+    operators: Box<[OnceLock<Arc<dyn MergeOperator>>]>,
     len: AtomicU32,
     add: Mutex<()>,
 }
@@ -69,6 +129,7 @@ impl Registry {
     pub(crate) fn new(max: u32) -> Registry {
         Registry {
             names: (0..=max).map(|_| OnceLock::new()).collect(),
+            operators: (0..=max).map(|_| OnceLock::new()).collect(),
             len: AtomicU32::new(1),
             add: Mutex::new(()),
         }
@@ -111,6 +172,36 @@ impl Registry {
             .and_then(|n| n.get())
             .map(|s| Some(&**s))
             .ok_or_else(|| Error::InvalidArgument(format!("unknown database handle {}", db.dbi)))
+    }
+}
+
+impl Registry {
+    /// Attaches `op` to `db` for the life of the environment. Attaching an
+    /// operator of the same name again is a no-op.
+    ///
+    /// Errors: [`Error::MergeOperatorMismatch`] if another operator is
+    /// attached; [`Error::InvalidArgument`] for a name of 0 or over 255 bytes.
+    pub(crate) fn attach(&self, db: Database, op: &Arc<dyn MergeOperator>) -> Result<()> {
+        crate::merge::check_name(op.name())?;
+        let slot = self
+            .operators
+            .get(db.dbi as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown database handle {}", db.dbi)))?;
+        let have = slot.get_or_init(|| Arc::clone(op));
+        if have.name() != op.name() {
+            return Err(Error::MergeOperatorMismatch {
+                db: self.name(db)?.unwrap_or_default().into(),
+                recorded: have.name().into(),
+                given: op.name().into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The merge operator attached to `db`, if any.
+    #[inline]
+    pub(crate) fn operator(&self, db: Database) -> Option<&Arc<dyn MergeOperator>> {
+        self.operators.get(db.dbi as usize).and_then(OnceLock::get)
     }
 }
 

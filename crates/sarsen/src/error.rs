@@ -96,6 +96,41 @@ pub enum Error {
     /// `MDB_BAD_TXN`). The database is unchanged.
     #[error("transaction failed earlier and must be aborted")]
     BadTxn,
+    /// A merge operator refused to merge (its
+    /// [`full_merge`](crate::MergeOperator::full_merge) returned an error,
+    /// for example [`Uint64Add`](crate::merge::Uint64Add) given a value
+    /// that is not 8 bytes). That merge did nothing; the transaction stays
+    /// usable.
+    #[error("merge operator {operator:?} refused: {source}")]
+    Merge {
+        /// The operator's name.
+        operator: String,
+        /// What the operator said.
+        #[source]
+        source: crate::MergeError,
+    },
+    /// A database was opened with a merge operator whose name differs from
+    /// the one recorded for it in the catalog (or attached to its handle
+    /// earlier in this environment), as RocksDB refuses a column family
+    /// opened with another comparator. `db` is the database's name, empty
+    /// for the main database.
+    #[error("database {db:?} has merge operator {recorded:?}, not {given:?}")]
+    MergeOperatorMismatch {
+        /// The database's name ("" for the main database).
+        db: String,
+        /// The operator's name recorded in the catalog or attached before.
+        recorded: String,
+        /// The operator's name given now.
+        given: String,
+    },
+    /// [`RwTxn::merge`](crate::RwTxn::merge) on a database handle with no
+    /// merge operator attached (see
+    /// [`DbOptions::merge_operator`](crate::DbOptions::merge_operator)).
+    #[error("database {db:?} has no merge operator attached")]
+    NoMergeOperator {
+        /// The database's name ("" for the main database).
+        db: String,
+    },
     /// The file was made by an incompatible format version or another program.
     #[error("incompatible file: {0}")]
     Incompatible(String),
@@ -124,6 +159,9 @@ impl Error {
                 | Error::DbNotFound { .. }
                 | Error::DbsFull { .. }
                 | Error::InvalidArgument(_)
+                | Error::Merge { .. }
+                | Error::MergeOperatorMismatch { .. }
+                | Error::NoMergeOperator { .. }
         )
     }
 

@@ -9,6 +9,8 @@
 //! - [`RoTxn`]: a read-only snapshot; [`RwTxn`]: the write transaction.
 //! - [`Database`]: the unnamed main database or a named one.
 //! - [`Cursor`] and [`Iter`]: ordered traversal and ranges.
+//! - [`MergeOperator`] and the built-in operators of [`merge`]:
+//!   read-modify-write in one call ([`RwTxn::merge`], from RocksDB).
 //!
 //! Keys are ordered bytewise. Values returned by reads borrow the
 //! transaction and point into the map (zero copy).
@@ -41,13 +43,15 @@ mod db;
 mod env;
 mod error;
 mod io;
+pub mod merge;
 mod page;
 mod txn;
 
 pub use cursor::{Cursor, Entry, Iter};
-pub use db::{Database, Stat};
+pub use db::{Database, DbOptions, Stat};
 pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
 pub use error::{Error, Result};
+pub use merge::{MergeError, MergeOperator};
 pub use txn::{RoTxn, RwTxn};
 
 /// The README's examples, compiled and run as doctests.

@@ -3,14 +3,16 @@
 
 use std::path::Path;
 
-use ::sarsen::{Database, Durability, Env, EnvOptions};
+use ::sarsen::{merge::Uint64Add, Database, DbOptions, Durability, Env, EnvOptions};
 
-use super::{Engine, OpenOptions, Reader, Result, SyncMode, UpdateFn};
+use super::{unsupported, Engine, MergeOperator, OpenOptions, Reader, Result, SyncMode, UpdateFn};
 
 /// A Sarsen environment and its main database.
 pub struct SarsenEngine {
     env: Env,
     db: Database,
+    /// Whether the main database was opened with a merge operator.
+    merge: bool,
 }
 
 impl Engine for SarsenEngine {
@@ -30,6 +32,9 @@ impl Engine for SarsenEngine {
         if opts.random_reads {
             c.push_str(", read_ahead(false) (LMDB's MDB_NORDAHEAD)");
         }
+        if opts.merge_operator == Some(MergeOperator::Uint64Add) {
+            c.push_str(", merge::Uint64Add operator");
+        }
         c
     }
 
@@ -47,8 +52,17 @@ impl Engine for SarsenEngine {
                 .read_ahead(!opts.random_reads)
                 .open(dir)?
         };
-        let db = env.main_db();
-        Ok(SarsenEngine { env, db })
+        let (db, merge) = match opts.merge_operator {
+            Some(MergeOperator::Uint64Add) => {
+                let mut w = env.write_txn()?;
+                let o = DbOptions::new().merge_operator(Uint64Add);
+                let db = w.create_db_with(None, &o)?;
+                w.commit()?;
+                (db, true)
+            }
+            None => (env.main_db(), false),
+        };
+        Ok(SarsenEngine { env, db, merge })
     }
 
     fn write_batch(&self, pairs: &[(&[u8], &[u8])], _sorted_append: bool) -> Result<()> {
@@ -85,6 +99,22 @@ impl Engine for SarsenEngine {
         }
         txn.commit()?;
         Ok(found)
+    }
+
+    fn merge_batch(&self, pairs: &[(&[u8], &[u8])]) -> Result<()> {
+        if !self.merge {
+            return Err(unsupported("this Sarsen database", "merge operator"));
+        }
+        let mut txn = self.env.write_txn()?;
+        for &(k, v) in pairs {
+            txn.merge(self.db, k, v)?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn has_merge() -> bool {
+        true
     }
 
     fn reader(&self) -> Result<SarsenReader<'_>> {

@@ -26,10 +26,7 @@ pub(crate) fn put(
     key: &[u8],
     val: &[u8],
 ) -> Result<()> {
-    let l = w.layout;
-    let big = !l.inline(key.len(), val.len());
-    let run = if big { l.overflow_pages(val.len()) } else { 0 };
-    w.reserve(map, 2 * (rec.depth as usize + 1) + 1 + run, run)?;
+    reserve_for(w, map, rec, key.len(), val.len())?;
     if rec.root == 0 {
         let pgno = w.new_page(map, Kind::Leaf)?;
         rec.root = pgno;
@@ -44,6 +41,91 @@ pub(crate) fn put(
             (path, found, false)
         }
     };
+    put_at(w, map, rec, key, val, &path, found, hinted)
+}
+
+/// Merges into `key` of the non-empty tree or the empty tree `rec` with one
+/// descent: `f` gets the stored value (or `None`) and writes the new one
+/// into `out`, which is then stored as [`put`] would. Nothing changes if
+/// `f` fails, if the new value is too long, or if it equals the stored one.
+pub(crate) fn merge(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    key: &[u8],
+    out: &mut Vec<u8>,
+    f: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<()>,
+) -> Result<()> {
+    out.clear();
+    if rec.root == 0 {
+        f(None, out)?;
+        check_value_len(out.len())?;
+        return put(w, map, rec, key, out);
+    }
+    let (mut path, found) = descend(w.source(map), rec, key)?;
+    {
+        let s = w.source(map);
+        let old = if found {
+            let leaf = path.leaf();
+            Some(s.value(s.page(leaf.pgno)?.leaf(leaf.idx)?.value)?)
+        } else {
+            None
+        };
+        f(old, out)?;
+        if old == Some(&out[..]) {
+            return Ok(());
+        }
+    }
+    check_value_len(out.len())?;
+    // Reserving may load GC records, which changes only the GC tree: the
+    // path found above stays valid.
+    reserve_for(w, map, rec, key.len(), out.len())?;
+    w.clear_hint(rec.root);
+    touch_path(w, map, rec, &mut path)?;
+    put_at(w, map, rec, key, out, &path, found, false)
+}
+
+/// `ValueTooLarge` for a value over the format's limit.
+fn check_value_len(len: usize) -> Result<()> {
+    if len > crate::page::MAX_VALUE {
+        return Err(Error::ValueTooLarge {
+            len,
+            max: crate::page::MAX_VALUE,
+        });
+    }
+    Ok(())
+}
+
+/// Reserves free pages for the worst case of writing a `len`-byte value
+/// with a `klen`-byte key into `rec`: a split at every level, a new root,
+/// and an overflow run.
+fn reserve_for(w: &mut Writer, map: &Map, rec: &DbRecord, klen: usize, len: usize) -> Result<()> {
+    let l = w.layout;
+    let run = if l.inline(klen, len) {
+        0
+    } else {
+        l.overflow_pages(len)
+    };
+    w.reserve(map, 2 * (rec.depth as usize + 1) + 1 + run, run)
+}
+
+/// Writes `key` = `val` at the end of `path` (dirty, with the leaf index
+/// where the key is or goes; `found` if it is there). `hinted`: the path
+/// came from the append hint, so it ends at the right edge of the tree.
+#[allow(clippy::too_many_arguments)]
+fn put_at(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    key: &[u8],
+    val: &[u8],
+    path: &Path,
+    found: bool,
+    hinted: bool,
+) -> Result<()> {
+    let l = w.layout;
+    let big = !l.inline(key.len(), val.len());
+    let run = if big { l.overflow_pages(val.len()) } else { 0 };
     let leaf = path.leaf();
     if found {
         if overwrite_in_place(w, leaf.pgno, leaf.idx, val, big)? {
@@ -70,15 +152,15 @@ pub(crate) fn put(
     node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { 0 });
     let leaf_pages = rec.leaf_pages;
     // A hinted path ends at the right edge by construction.
-    let at_end = hinted || (!found && is_rightmost(w, map, &path, path.len)?);
-    let r = insert_node(w, map, rec, &path, path.len - 1, leaf.idx, &scratch);
+    let at_end = hinted || (!found && is_rightmost(w, map, path, path.len)?);
+    let r = insert_node(w, map, rec, path, path.len - 1, leaf.idx, &scratch);
     w.scratch = scratch;
     r?;
     rec.entries = rec.entries.saturating_add(1);
     // Appended at the right edge without a split: the next put of a larger
     // key can go straight to this leaf.
     if at_end && rec.leaf_pages == leaf_pages {
-        w.append_hint = Some((rec.root, path));
+        w.append_hint = Some((rec.root, *path));
     }
     Ok(())
 }

@@ -28,7 +28,7 @@ pub(crate) mod node;
 pub(crate) mod record;
 
 pub(crate) use node::{BranchNode, LeafNode, LeafValue};
-pub(crate) use record::DbRecord;
+pub(crate) use record::{CatalogEntry, DbRecord};
 
 use std::cmp::Ordering;
 

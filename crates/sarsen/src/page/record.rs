@@ -14,6 +14,20 @@
 //! | 40 | 8 | overflow pages |
 //! | 48 | 8 | entries |
 //! | 56 | 8 | sequence (reserved, 0) |
+//!
+//! In the catalog, a database's value is its record followed by its
+//! settings, a list of tagged fields (none: the value is 64 bytes):
+//!
+//! | offset | size | field |
+//! |-------:|-----:|-------|
+//! | 0  | 64 | the record above (all zero for the main database, whose record is in the meta page) |
+//! | 64 | 1  | tag: 1 = name of the merge operator (UTF-8); other tags are reserved |
+//! | 65 | 1  | length `n` of the field, bytes (1..=255) |
+//! | 66 | n  | the field |
+//! | ...| | further fields, each tag, length, bytes |
+//!
+//! The main database's settings are the catalog entry under the empty
+//! name, which no named database can have.
 
 use super::{rd16, rd32, rd64, wr16, wr32, wr64, Pgno};
 use crate::io::lock::RECORD_WORDS;
@@ -105,9 +119,86 @@ impl DbRecord {
     }
 }
 
+/// Settings tag: the merge operator's name.
+const TAG_MERGE: u8 = 1;
+
+/// A catalog value: a database's record and settings, borrowed from the page.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CatalogEntry<'a> {
+    pub rec: DbRecord,
+    /// Name of the merge operator recorded for the database.
+    pub merge: Option<&'a str>,
+}
+
+impl<'a> CatalogEntry<'a> {
+    /// Decodes a catalog value; `Err` says what is wrong with it.
+    pub(crate) fn decode(b: &'a [u8]) -> Result<CatalogEntry<'a>, &'static str> {
+        let rec = b
+            .get(..RECORD_LEN)
+            .and_then(DbRecord::decode)
+            .ok_or("catalog value shorter than a record")?;
+        let mut merge = None;
+        let mut rest = &b[RECORD_LEN..];
+        while let [tag, len, tail @ ..] = rest {
+            let n = usize::from(*len);
+            let field = tail.get(..n).ok_or("catalog setting overruns its value")?;
+            match *tag {
+                TAG_MERGE if n > 0 => {
+                    let name = std::str::from_utf8(field)
+                        .map_err(|_| "merge operator name is not UTF-8")?;
+                    merge = Some(name);
+                }
+                _ => return Err("unknown catalog setting"),
+            }
+            rest = &tail[n..];
+        }
+        if !rest.is_empty() {
+            return Err("catalog setting overruns its value");
+        }
+        Ok(CatalogEntry { rec, merge })
+    }
+
+    /// Encodes into `out` (cleared first). The caller has checked that the
+    /// merge operator's name is 1..=255 bytes.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.rec.encode());
+        if let Some(name) = self.merge {
+            let n = name.len().min(255);
+            out.extend_from_slice(&[TAG_MERGE, n as u8]);
+            out.extend_from_slice(&name.as_bytes()[..n]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn catalog_entries_round_trip_and_reject_damage() {
+        let rec = DbRecord {
+            root: 9,
+            depth: 1,
+            entries: 3,
+            ..DbRecord::default()
+        };
+        let mut b = Vec::new();
+        for merge in [None, Some("uint64add")] {
+            let e = CatalogEntry { rec, merge };
+            e.encode(&mut b);
+            assert_eq!(CatalogEntry::decode(&b), Ok(e));
+        }
+        assert!(CatalogEntry::decode(&b[..63]).is_err());
+        assert!(CatalogEntry::decode(&b[..b.len() - 1]).is_err());
+        assert!(CatalogEntry::decode(&b[..65]).is_err());
+        let mut unknown = b.clone();
+        unknown[64] = 7;
+        assert!(CatalogEntry::decode(&unknown).is_err());
+        let mut bad_utf8 = b.clone();
+        bad_utf8[66] = 0xff;
+        assert!(CatalogEntry::decode(&bad_utf8).is_err());
+    }
 
     #[test]
     fn words_match_bytes() {

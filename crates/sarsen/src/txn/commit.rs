@@ -1,7 +1,7 @@
 //! Commit: checksums, GC, page writes, the meta page, sync, publish.
 //!
 //! Order of a commit of txnid T:
-//! 1. write each changed named database's record into the catalog;
+//! 1. write each changed database's catalog entry (record and settings);
 //! 2. save the freed pages in the GC under T ([`gc::save`]);
 //! 3. seal the trees: checksums bottom-up over dirty pages;
 //! 4. grow the file, write the dirty pages (sorted, coalesced `pwritev`);
@@ -24,28 +24,49 @@ use crate::page::Pgno;
 use crate::txn::gc;
 use crate::txn::writer::Writer;
 
-/// Commits the writer's transaction.
-pub(crate) fn commit(env: &Env, w: &mut Writer) -> Result<()> {
-    if w.dirty.is_empty() && w.freed.is_empty() {
-        return Ok(());
-    }
-    let map = &env.map;
-    for dbi in 1..w.dbs.len() {
+/// Writes each changed database's catalog entry: its record (sealed) and
+/// settings; for the main database (index 0), its settings under the empty
+/// name, with a zero record.
+fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
+    for dbi in 0..w.dbs.len() {
         let Some(mut nd) = w.dbs[dbi].clone() else {
             continue;
         };
         if !nd.dirty || !nd.exists {
             continue;
         }
-        seal::seal(w, &mut nd.rec)?;
+        if dbi == 0 {
+            nd.rec = crate::page::DbRecord::default();
+        } else {
+            seal::seal(w, &mut nd.rec)?;
+        }
         let name = env
             .registry
             .name(crate::db::Database { dbi: dbi as u32 })?
             .unwrap_or_default();
+        let e = crate::page::CatalogEntry {
+            rec: nd.rec,
+            merge: nd.merge.as_deref(),
+        };
+        e.encode(entry);
         let mut cat = w.catalog;
-        insert::put(w, map, &mut cat, name.as_bytes(), &nd.rec.encode())?;
+        insert::put(w, &env.map, &mut cat, name.as_bytes(), entry)?;
         w.catalog = cat;
     }
+    Ok(())
+}
+
+/// Commits the writer's transaction.
+pub(crate) fn commit(env: &Env, w: &mut Writer) -> Result<()> {
+    let dbs_dirty = w.dbs.iter().flatten().any(|n| n.dirty);
+    if w.dirty.is_empty() && w.freed.is_empty() && !dbs_dirty {
+        return Ok(());
+    }
+    let map = &env.map;
+    let mut entry = std::mem::take(&mut w.merge_buf);
+    let r = write_catalog(env, w, &mut entry);
+    w.merge_buf = entry;
+    r?;
     gc::save(w, map)?;
     let (mut main, mut cat, mut gcr) = (w.main, w.catalog, w.gc);
     seal::seal(w, &mut main)?;

@@ -11,10 +11,11 @@ use std::sync::MutexGuard;
 
 use crate::btree::{self, delete, free, insert, MapSource};
 use crate::cursor::{AnySource, Cursor, Iter};
-use crate::db::{check_name, Database, Stat};
+use crate::db::{check_name, Database, DbOptions, Stat};
 use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::page::{DbRecord, MAX_VALUE};
+use crate::merge::MergeOperator;
+use crate::page::{CatalogEntry, DbRecord, MAX_VALUE};
 use writer::{NamedDb, Writer};
 
 thread_local! {
@@ -179,6 +180,26 @@ impl<'env> RoTxn<'env> {
         }
     }
 
+    /// [`open_db`](RoTxn::open_db) with options. A merge operator in
+    /// `opts` is attached to the handle for the life of the environment
+    /// (a read transaction records nothing).
+    ///
+    /// Errors: [`Error::MergeOperatorMismatch`] if the catalog records, or
+    /// the handle already has, an operator of another name; those of
+    /// [`open_db`](RoTxn::open_db).
+    pub fn open_db_with(&self, name: Option<&str>, opts: &DbOptions) -> Result<Option<Database>> {
+        let Some(db) = self.open_db(name)? else {
+            return Ok(None);
+        };
+        if let Some(op) = &opts.merge {
+            let recorded =
+                lookup_entry(self.src, &self.catalog, name.unwrap_or(""))?.and_then(|e| e.merge);
+            check_operator(name, recorded, op.as_ref())?;
+            self.env.registry.attach(db, op)?;
+        }
+        Ok(Some(db))
+    }
+
     /// Names of the named databases, sorted bytewise.
     pub fn list_dbs(&self) -> Result<Vec<String>> {
         list(AnySource::Map(self.src), self.catalog)
@@ -205,24 +226,52 @@ impl Drop for RoTxn<'_> {
 
 /// The record of named database `name` in the catalog `cat`.
 fn lookup<'a, S: btree::Source<'a>>(s: S, cat: &DbRecord, name: &str) -> Result<DbRecord> {
-    match btree::get(s, cat, name.as_bytes())? {
-        Some(v) => DbRecord::decode(v).ok_or_else(|| {
-            Error::corrupted(
-                u64::from(cat.root),
-                format!("catalog record of {name:?} is not 64 bytes"),
-            )
-        }),
+    match lookup_entry(s, cat, name)? {
+        Some(e) => Ok(e.rec),
         None => Err(Error::DbNotFound { name: name.into() }),
     }
 }
 
-/// Names in a catalog.
+/// The catalog entry of `name` (the empty name: the main database's
+/// settings), or `None`.
+fn lookup_entry<'a, S: btree::Source<'a>>(
+    s: S,
+    cat: &DbRecord,
+    name: &str,
+) -> Result<Option<CatalogEntry<'a>>> {
+    let Some(v) = btree::get(s, cat, name.as_bytes())? else {
+        return Ok(None);
+    };
+    CatalogEntry::decode(v).map(Some).map_err(|what| {
+        Error::corrupted(
+            u64::from(cat.root),
+            format!("catalog entry of {name:?}: {what}"),
+        )
+    })
+}
+
+/// `MergeOperatorMismatch` unless `op` has the `recorded` name (or none is).
+fn check_operator(db: Option<&str>, recorded: Option<&str>, op: &dyn MergeOperator) -> Result<()> {
+    match recorded {
+        Some(r) if r != op.name() => Err(Error::MergeOperatorMismatch {
+            db: db.unwrap_or_default().into(),
+            recorded: r.into(),
+            given: op.name().into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Names in a catalog (the empty name, the main database's settings, is
+/// not one).
 fn list(s: AnySource<'_>, cat: DbRecord) -> Result<Vec<String>> {
     let mut c = crate::cursor::RawCursor::new(s, cat);
     let mut out = Vec::new();
     let mut e = c.first()?;
     while let Some((k, _)) = e {
-        out.push(String::from_utf8_lossy(k).into_owned());
+        if !k.is_empty() {
+            out.push(String::from_utf8_lossy(k).into_owned());
+        }
         e = c.next()?;
     }
     Ok(out)
@@ -306,7 +355,8 @@ impl<'env> RwTxn<'env> {
         }
     }
 
-    /// Loads the state of named `db` for writing.
+    /// Loads the state of named `db` for writing. For the main database
+    /// (`dbi` 0), only the settings count: its tree is `self.w.main`.
     fn named(&mut self, db: Database) -> Result<&mut NamedDb> {
         let name = self.env.registry.name(db)?.unwrap_or_default();
         let i = db.dbi as usize;
@@ -314,18 +364,19 @@ impl<'env> RwTxn<'env> {
             self.w.dbs.resize(i + 1, None);
         }
         if self.w.dbs[i].is_none() {
-            let st = match lookup(self.w.source(&self.env.map), &self.w.catalog, name) {
-                Ok(rec) => NamedDb {
-                    rec,
+            let st = match lookup_entry(self.w.source(&self.env.map), &self.w.catalog, name)? {
+                Some(e) => NamedDb {
+                    rec: e.rec,
                     exists: true,
                     dirty: false,
+                    merge: e.merge.map(Into::into),
                 },
-                Err(Error::DbNotFound { .. }) => NamedDb {
+                None => NamedDb {
                     rec: DbRecord::default(),
                     exists: false,
                     dirty: false,
+                    merge: None,
                 },
-                Err(e) => return Err(e),
             };
             self.w.dbs[i] = Some(st);
         }
@@ -435,8 +486,158 @@ impl<'env> RwTxn<'env> {
             rec,
             exists: true,
             dirty: false,
+            merge: None,
         };
         Ok(db)
+    }
+
+    /// [`create_db`](RwTxn::create_db) with options: the merge operator in
+    /// `opts` is attached to the handle and, if the catalog records none,
+    /// recorded for the database when this transaction commits.
+    ///
+    /// Errors: [`Error::MergeOperatorMismatch`] if the catalog records, or
+    /// the handle already has, an operator of another name; those of
+    /// [`create_db`](RwTxn::create_db).
+    pub fn create_db_with(&mut self, name: Option<&str>, opts: &DbOptions) -> Result<Database> {
+        let db = self.create_db(name)?;
+        self.apply_options(db, opts)?;
+        Ok(db)
+    }
+
+    /// [`open_db`](RwTxn::open_db) with options, as
+    /// [`create_db_with`](RwTxn::create_db_with) but without creating.
+    pub fn open_db_with(
+        &mut self,
+        name: Option<&str>,
+        opts: &DbOptions,
+    ) -> Result<Option<Database>> {
+        let Some(db) = self.open_db(name)? else {
+            return Ok(None);
+        };
+        self.apply_options(db, opts)?;
+        Ok(Some(db))
+    }
+
+    /// Checks `opts` against what the catalog records for `db`, attaches
+    /// the merge operator, and records its name if none is.
+    fn apply_options(&mut self, db: Database, opts: &DbOptions) -> Result<()> {
+        let Some(op) = &opts.merge else {
+            return Ok(());
+        };
+        let env = self.env;
+        let must_record = self.check_recorded(db, op.as_ref())?;
+        env.registry.attach(db, op)?;
+        if must_record {
+            self.record_operator(db, op.name())?;
+        }
+        Ok(())
+    }
+
+    /// Whether `db` has no operator recorded yet; `MergeOperatorMismatch`
+    /// if it has one of another name than `op`'s.
+    fn check_recorded(&mut self, db: Database, op: &dyn MergeOperator) -> Result<bool> {
+        let name = self.env.registry.name(db)?;
+        let recorded = self.named(db)?.merge.as_deref();
+        check_operator(name, recorded, op)?;
+        Ok(recorded.is_none())
+    }
+
+    /// Records `op_name` as `db`'s merge operator, written to the catalog
+    /// at commit (for the main database, as the entry under the empty name).
+    fn record_operator(&mut self, db: Database, op_name: &str) -> Result<()> {
+        crate::merge::check_name(op_name)?;
+        let main = db.dbi == 0;
+        let n = self.named(db)?;
+        if !n.exists && !main {
+            return Ok(());
+        }
+        n.merge = Some(op_name.into());
+        n.exists = true;
+        n.dirty = true;
+        Ok(())
+    }
+
+    /// Merges `operand` into `key` of `db` with the database's merge
+    /// operator (RocksDB's `Merge`), in one descent of the tree: the
+    /// operator gets the stored value (or `None`) and the operand, and its
+    /// result replaces the value at once, visible to this transaction's
+    /// reads and atomic with its commit. A result equal to the stored value
+    /// writes nothing.
+    ///
+    /// Merge is defined on databases with one value per key; multimaps
+    /// (LMDB's `MDB_DUPSORT`) are not in Sarsen yet, and will refuse it.
+    ///
+    /// Errors, each leaving the transaction as it was:
+    /// [`Error::NoMergeOperator`] if none is attached to the handle;
+    /// [`Error::MergeOperatorMismatch`] if another process recorded another
+    /// operator for the database since it was opened; [`Error::Merge`] if
+    /// the operator refuses; [`Error::KeyTooLarge`],
+    /// [`Error::ValueTooLarge`] (the result), [`Error::UpperBoundReached`],
+    /// [`Error::DbNotFound`].
+    ///
+    /// ```
+    /// use sarsen::{merge::Uint64Add, DbOptions};
+    /// # fn main() -> Result<(), sarsen::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe { sarsen::Env::open(dir.path())? };
+    /// let mut w = env.write_txn()?;
+    /// let db = w.open_db_with(None, &DbOptions::new().merge_operator(Uint64Add))?.unwrap();
+    /// w.merge(db, b"visits", &2u64.to_le_bytes())?;
+    /// w.merge(db, b"visits", &3u64.to_le_bytes())?;
+    /// assert_eq!(w.get(db, b"visits")?, Some(&5u64.to_le_bytes()[..]));
+    /// // A 4-byte operand is refused, and the counter stays at 5.
+    /// assert!(matches!(w.merge(db, b"visits", b"four"), Err(sarsen::Error::Merge { .. })));
+    /// assert_eq!(w.get(db, b"visits")?, Some(&5u64.to_le_bytes()[..]));
+    /// w.commit()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn merge(&mut self, db: Database, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.merge_many(db, key, &[operand])
+    }
+
+    /// Merges `operands` into `key`, in order, with one descent and one
+    /// call of the operator: the same result as merging them one by one.
+    /// Errors as [`merge`](RwTxn::merge), and [`Error::InvalidArgument`]
+    /// for an empty `operands`.
+    pub fn merge_many(&mut self, db: Database, key: &[u8], operands: &[&[u8]]) -> Result<()> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let max = self.env.layout.max_key;
+        if key.len() > max {
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max,
+            });
+        }
+        if operands.is_empty() {
+            return Err(Error::InvalidArgument("merge without operands".into()));
+        }
+        let env = self.env;
+        let Some(op) = env.registry.operator(db) else {
+            return Err(Error::NoMergeOperator {
+                db: env.registry.name(db)?.unwrap_or_default().into(),
+            });
+        };
+        let must_record = self.check_recorded(db, op.as_ref())?;
+        let mut out = std::mem::take(&mut self.w.merge_buf);
+        let r = self.change(db, |w, map, rec| {
+            insert::merge(w, map, rec, key, &mut out, |old, out| {
+                op.full_merge(key, old, operands, out)
+                    .map_err(|source| Error::Merge {
+                        operator: op.name().into(),
+                        source,
+                    })
+            })
+        });
+        self.w.merge_buf = out;
+        r?;
+        if must_record {
+            self.record_operator(db, op.name())?;
+        }
+        Ok(())
     }
 
     fn put_catalog(&mut self, name: &str, rec: &DbRecord) -> Result<()> {
@@ -518,6 +719,7 @@ impl<'env> RwTxn<'env> {
             rec: DbRecord::default(),
             exists: false,
             dirty: false,
+            merge: None,
         };
         Ok(())
     }

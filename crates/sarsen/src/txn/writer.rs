@@ -25,8 +25,11 @@ pub(crate) struct NamedDb {
     pub rec: DbRecord,
     /// Whether the database exists (false after `drop_db`).
     pub exists: bool,
-    /// Whether `rec` changed and must be written to the catalog at commit.
+    /// Whether `rec` or the settings changed and must be written to the
+    /// catalog at commit.
     pub dirty: bool,
+    /// Name of the merge operator recorded for the database.
+    pub merge: Option<Box<str>>,
 }
 
 /// The writer's reusable state.
@@ -61,10 +64,13 @@ pub(crate) struct Writer {
     pub gc: DbRecord,
     pub catalog: DbRecord,
     pub main: DbRecord,
-    /// Named databases by handle index (index 0, the main db, unused).
+    /// Named databases by handle index. Index 0 holds only the main
+    /// database's settings (its tree is `main`).
     pub dbs: Vec<Option<NamedDb>>,
     /// Scratch buffer for building nodes.
     pub scratch: Vec<u8>,
+    /// Buffer for merge results and catalog entries.
+    pub merge_buf: Vec<u8>,
     /// The rightmost path of the tree with this root, left by a put that
     /// appended there (see `insert::append_path`). Cleared by any other
     /// change to that tree.
@@ -92,6 +98,7 @@ impl Writer {
             main: DbRecord::default(),
             dbs: Vec::new(),
             scratch: Vec::new(),
+            merge_buf: Vec::new(),
             append_hint: None,
         }
     }
