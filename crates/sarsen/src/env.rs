@@ -632,6 +632,30 @@ impl Env {
         r
     }
 
+    /// Checks the whole database: [`RoTxn::check`](crate::RoTxn::check) on the newest snapshot,
+    /// plus the meta pages, of which one must be valid and hold that
+    /// snapshot's commit or a newer one. Runs beside writers.
+    ///
+    /// Errors: [`Error::ReadersFull`]; [`Error::Io`] reading the meta pages.
+    /// Damage is reported in the [`CheckReport`](crate::CheckReport).
+    pub fn check(&self) -> Result<crate::CheckReport> {
+        let txn = self.read_txn()?;
+        let mut report = txn.check()?;
+        let newest = match read_metas(&self.file) {
+            Ok(found) => found.iter().map(|f| f.meta.txnid).max(),
+            Err(Error::Corrupted { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        if newest.is_none_or(|t| t < report.txnid) {
+            let what = format!(
+                "no valid meta page holds commit {} or a newer one",
+                report.txnid
+            );
+            report.push(0, "", what);
+        }
+        Ok(report)
+    }
+
     /// Geometry, txnids, readers and free pages.
     pub fn info(&self) -> Result<EnvInfo> {
         let txn = self.read_txn()?;

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod btree;
+mod check;
 mod cursor;
 mod db;
 mod env;
@@ -47,6 +48,7 @@ pub mod merge;
 mod page;
 mod txn;
 
+pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};
 pub use cursor::{Cursor, Entry, Iter};
 pub use db::{Database, DbOptions, Stat};
 pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};

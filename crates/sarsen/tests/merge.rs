@@ -253,6 +253,7 @@ fn run_case(seed: u64, kind: Kind, page_size: u32, txns: usize) {
             trace.0.push_str("commit\n");
             w.commit().unwrap();
             committed = model;
+            common::assert_check(&env, "after commit");
         }
         assert_eq!(contents(&env, db), committed, "txn {t} after end");
     }

@@ -742,6 +742,7 @@ impl Case {
             self.handles = h;
             self.dropped = dropped;
             self.verify_committed(env, expect, "after commit");
+            common::assert_check(env, "after commit");
         } else {
             if end < 88 {
                 self.tally("abort");

@@ -1,3 +1,8 @@
+//! Random puts and deletes against a BTreeMap at three page sizes, with and
+//! without write-map mode; the integrity check runs after every commit.
+
+mod common;
+
 use std::collections::BTreeMap;
 
 use rand::{Rng, SeedableRng};
@@ -43,6 +48,7 @@ fn smoke_random_against_model() {
                 }
             }
             w.commit().unwrap();
+            common::assert_check(&env, "after commit");
             let r = env.read_txn().unwrap();
             let got: Vec<(Vec<u8>, Vec<u8>)> = r
                 .iter(db)

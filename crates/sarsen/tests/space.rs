@@ -152,6 +152,7 @@ fn rewrite_and_delete_rounds_keep_file_size_bounded() {
         }
         let what = format!("round {r}");
         m.check_sample(&env, db, &mut rng, 2000, &what);
+        common::assert_check(&env, &what);
         if r % 10 == 9 || r + 1 == rounds {
             m.check_full(&env, db, &what);
         }

@@ -64,6 +64,19 @@ pub fn env_usize(var: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Strict mode: the integrity check of the whole database must find nothing.
+pub fn assert_check(env: &Env, when: &str) {
+    let r = env
+        .check()
+        .unwrap_or_else(|e| panic!("{when}: check failed to run: {e}"));
+    assert!(
+        r.is_ok(),
+        "{when}: check found {} problems: {:#?}",
+        r.problems_total,
+        &r.problems[..r.problems.len().min(20)]
+    );
+}
+
 /// splitmix64: derive independent per-case seeds from a base seed.
 pub fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);

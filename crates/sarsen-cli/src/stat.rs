@@ -1,0 +1,62 @@
+//! `sarsen stat`: environment information and per-database statistics.
+
+use std::process::ExitCode;
+
+use sarsen::Stat;
+
+use crate::open::DbPath;
+
+/// Arguments of `sarsen stat`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    db: DbPath,
+}
+
+/// Prints the statistics.
+pub fn run(a: &Args) -> Result<ExitCode, String> {
+    let env = a.db.open()?;
+    let info = env.info().map_err(|e| e.to_string())?;
+    let g = &info.geometry;
+    println!("Environment");
+    println!("  page size: {} B", info.page_size);
+    println!(
+        "  geometry: lower {} B, now {} B, upper {} B, growth step {} B",
+        g.lower, g.now, g.upper, g.growth_step
+    );
+    println!(
+        "  pages used: {} ({} B)",
+        info.next_pgno,
+        info.next_pgno * u64::from(info.page_size)
+    );
+    println!("  pages free in the GC: {}", info.gc_pages);
+    println!(
+        "  last txnid: {}, durable txnid: {}",
+        info.last_txnid, info.durable_txnid
+    );
+    println!(
+        "  readers: {} used of {}",
+        info.readers_used, info.max_readers
+    );
+    let txn = env.read_txn().map_err(|e| e.to_string())?;
+    let main = txn.stat(env.main_db()).map_err(|e| e.to_string())?;
+    print_stat("main database", &main);
+    for name in txn.list_dbs().map_err(|e| e.to_string())? {
+        let db = txn
+            .open_db(Some(&name))
+            .map_err(|e| format!("{name}: {e}"))?
+            .ok_or_else(|| format!("{name}: listed but not found"))?;
+        let st = txn.stat(db).map_err(|e| format!("{name}: {e}"))?;
+        print_stat(&format!("database {name:?}"), &st);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_stat(title: &str, s: &Stat) {
+    println!("{title}");
+    println!("  depth: {}", s.depth);
+    println!("  branch pages: {}", s.branch_pages);
+    println!("  leaf pages: {}", s.leaf_pages);
+    println!("  overflow pages: {}", s.overflow_pages);
+    println!("  entries: {}", s.entries);
+}

@@ -1,0 +1,485 @@
+//! Integrity check of a snapshot: every tree, every page, every checksum,
+//! and the free-page accounting (libmdbx's `mdbx_chk`, LMDB's `mdb_stat`
+//! walk, bbolt's `Tx.Check`).
+//!
+//! The walk reads the snapshot of a read transaction, so it runs beside
+//! writers and sees one consistent state. In that state every page number
+//! in `3..next_pgno` must be exactly one of: a page of one tree (the GC,
+//! the catalog, the main database, a named database; an overflow run counts
+//! all its pages), or listed once in a GC record. Free pages themselves are
+//! never read: a writer may already be reusing them.
+//!
+//! Damage is reported, not returned as an error: the walk goes on past a
+//! bad page (skipping what lies under it) so one report lists every problem
+//! it can reach. The walk allocates one byte per page of the snapshot.
+
+use std::fmt;
+
+use crate::btree::{MapSource, MAX_DEPTH};
+use crate::page::node::LeafValue;
+use crate::page::{self, CatalogEntry, DbRecord, Page, Pgno, HDR, META_PAGES};
+use crate::txn::gc;
+
+/// Reports longer than this many problems stop listing them (the count in
+/// [`CheckReport::problems_total`] goes on).
+pub const MAX_LISTED_PROBLEMS: usize = 1000;
+
+/// One thing wrong with the database, found by [`RoTxn::check`](crate::RoTxn::check).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Problem {
+    /// Page number where it was found (0..=2 are meta pages).
+    pub page: u64,
+    /// The tree it belongs to: `"gc"`, `"catalog"`, `"main"`, or the name
+    /// of a named database; `""` for the file as a whole.
+    pub tree: String,
+    /// What is wrong, in words.
+    pub what: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tree.is_empty() {
+            write!(f, "page {}: {}", self.page, self.what)
+        } else {
+            write!(f, "page {} ({}): {}", self.page, self.tree, self.what)
+        }
+    }
+}
+
+/// What one tree holds, as the walk counted it (compare
+/// [`Stat`](crate::Stat), which is what the tree's record says).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TreeReport {
+    /// `"gc"`, `"catalog"`, `"main"`, or the named database's name.
+    pub name: String,
+    /// Levels, 0 for an empty tree.
+    pub depth: u32,
+    /// Branch pages reached.
+    pub branch_pages: u64,
+    /// Leaf pages reached.
+    pub leaf_pages: u64,
+    /// Overflow pages reached (every page of every run).
+    pub overflow_pages: u64,
+    /// Entries in the leaves.
+    pub entries: u64,
+}
+
+/// The outcome of a check: per-tree counts, page accounting and problems.
+/// [`is_ok`](CheckReport::is_ok) is the verdict.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct CheckReport {
+    /// Txnid of the snapshot checked.
+    pub txnid: u64,
+    /// Page size, bytes.
+    pub page_size: u32,
+    /// Pages allocated in the snapshot (`next_pgno`, including the 3 meta pages).
+    pub pages: u64,
+    /// Pages in trees (branch, leaf and overflow pages of all trees).
+    pub tree_pages: u64,
+    /// Pages listed free in the GC.
+    pub free_pages: u64,
+    /// Each tree walked: GC, catalog, main, then the named databases in name order.
+    pub trees: Vec<TreeReport>,
+    /// The problems found, at most [`MAX_LISTED_PROBLEMS`].
+    pub problems: Vec<Problem>,
+    /// Problems found in all, listed or not.
+    pub problems_total: u64,
+}
+
+impl CheckReport {
+    /// Whether no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems_total == 0
+    }
+
+    /// Records a problem (listed while fewer than [`MAX_LISTED_PROBLEMS`]).
+    pub(crate) fn push(&mut self, page: u64, tree: &str, what: impl Into<String>) {
+        self.problems_total += 1;
+        if self.problems.len() < MAX_LISTED_PROBLEMS {
+            self.problems.push(Problem {
+                page,
+                tree: tree.into(),
+                what: what.into(),
+            });
+        }
+    }
+}
+
+/// What a page number is used for, as far as the walk has seen.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Unseen,
+    Tree,
+    Free,
+}
+
+/// The walk's state.
+struct Walk<'a> {
+    src: MapSource<'a>,
+    uses: Vec<Use>,
+    report: CheckReport,
+}
+
+/// Checks the snapshot `src` of txnid `txnid` with the given tree records.
+pub(crate) fn check(
+    src: MapSource<'_>,
+    txnid: u64,
+    gc_rec: &DbRecord,
+    catalog: &DbRecord,
+    main: &DbRecord,
+) -> CheckReport {
+    let pages = u64::from(src.limit);
+    let mut w = Walk {
+        src,
+        uses: vec![Use::Unseen; src.limit as usize],
+        report: CheckReport {
+            txnid,
+            page_size: src.layout.psize as u32,
+            pages,
+            ..CheckReport::default()
+        },
+    };
+    w.tree("gc", gc_rec, |w, k, v, pgno| w.gc_record(k, v, pgno, txnid));
+    let mut named: Vec<(String, DbRecord)> = Vec::new();
+    w.tree("catalog", catalog, |w, k, v, pgno| {
+        w.catalog_entry(k, v, pgno, &mut named)
+    });
+    w.tree("main", main, |_, _, _, _| {});
+    for (name, rec) in &named {
+        w.tree(name, rec, |_, _, _, _| {});
+    }
+    w.leaks();
+    w.report
+}
+
+impl<'a> Walk<'a> {
+    fn problem(&mut self, page: u64, tree: &str, what: impl Into<String>) {
+        self.report.push(page, tree, what);
+    }
+
+    /// Marks `n` pages from `pgno` as used for `u`; a problem if any is
+    /// outside the snapshot or already used.
+    fn mark(&mut self, pgno: Pgno, n: usize, u: Use, tree: &str) -> bool {
+        let end = u64::from(pgno) + n as u64;
+        if pgno < META_PAGES || end > self.report.pages {
+            let what = format!(
+                "page range {pgno}..{end} outside the allocated pages 3..{}",
+                self.report.pages
+            );
+            self.problem(u64::from(pgno), tree, what);
+            return false;
+        }
+        let mut ok = true;
+        for p in pgno..end as Pgno {
+            let what = match (self.uses[p as usize], u) {
+                (Use::Unseen, _) => {
+                    self.uses[p as usize] = u;
+                    continue;
+                }
+                (Use::Tree, Use::Tree) => "page reached twice in the trees",
+                (Use::Tree, Use::Free) | (Use::Free, Use::Tree) => {
+                    "page both in a tree and listed free in the GC"
+                }
+                (Use::Free, Use::Free) => "page listed free twice in the GC",
+                (_, Use::Unseen) => continue,
+            };
+            self.problem(u64::from(p), tree, what);
+            ok = false;
+        }
+        ok
+    }
+
+    /// Walks the tree `rec` named `name`, calling `leaf` for every entry.
+    fn tree(
+        &mut self,
+        name: &str,
+        rec: &DbRecord,
+        mut leaf: impl FnMut(&mut Self, &[u8], &[u8], Pgno),
+    ) {
+        let mut t = TreeReport {
+            name: name.into(),
+            depth: u32::from(rec.depth),
+            ..TreeReport::default()
+        };
+        let depth = rec.depth as usize;
+        if (depth == 0) != (rec.root == 0) || depth > MAX_DEPTH {
+            let what = format!("record has root {} and depth {depth}", rec.root);
+            self.problem(u64::from(rec.root), name, what);
+        } else if rec.root != 0 {
+            let top = Node {
+                pgno: rec.root,
+                cksum: rec.root_cksum,
+                levels: depth,
+                lo: None,
+                hi: None,
+            };
+            self.page(name, top, &mut t, &mut leaf);
+        }
+        let counted = [
+            ("branch pages", t.branch_pages, rec.branch_pages),
+            ("leaf pages", t.leaf_pages, rec.leaf_pages),
+            ("overflow pages", t.overflow_pages, rec.overflow_pages),
+            ("entries", t.entries, rec.entries),
+        ];
+        for (what, found, recorded) in counted {
+            if found != recorded {
+                let msg = format!("record says {recorded} {what}, the walk found {found}");
+                self.problem(u64::from(rec.root), name, msg);
+            }
+        }
+        self.report.tree_pages += t.branch_pages + t.leaf_pages + t.overflow_pages;
+        self.report.trees.push(t);
+    }
+
+    /// Checks one page and everything under it.
+    fn page(
+        &mut self,
+        tree: &str,
+        n: Node<'a>,
+        t: &mut TreeReport,
+        leaf: &mut impl FnMut(&mut Self, &[u8], &[u8], Pgno),
+    ) {
+        if !self.mark(n.pgno, 1, Use::Tree, tree) {
+            return;
+        }
+        let at = u64::from(n.pgno);
+        let p = match crate::btree::Source::page(self.src, n.pgno) {
+            Ok(p) => p,
+            Err(e) => return self.problem(at, tree, error_what(e)),
+        };
+        if xxhash_rust::xxh3::xxh3_64(p.bytes()) != n.cksum {
+            self.problem(at, tree, "checksum mismatch");
+        }
+        if p.is_leaf() != (n.levels == 1) {
+            let what = format!(
+                "{:?} page where the tree's depth wants the other kind",
+                p.kind()
+            );
+            return self.problem(at, tree, what);
+        }
+        if p.is_leaf() {
+            t.leaf_pages += 1;
+            self.leaf_page(tree, &p, &n, t, leaf);
+        } else {
+            t.branch_pages += 1;
+            self.branch_page(tree, &p, &n, t, leaf);
+        }
+    }
+
+    fn leaf_page(
+        &mut self,
+        tree: &str,
+        p: &Page<'a>,
+        n: &Node<'a>,
+        t: &mut TreeReport,
+        leaf: &mut impl FnMut(&mut Self, &[u8], &[u8], Pgno),
+    ) {
+        let at = u64::from(n.pgno);
+        let mut prev: Option<&[u8]> = None;
+        for i in 0..p.len() {
+            let nd = match p.leaf(i) {
+                Ok(nd) => nd,
+                Err(e) => return self.problem(at, tree, error_what(e)),
+            };
+            if let Some(what) = order_problem(prev, nd.key, n.lo, n.hi) {
+                self.problem(at, tree, format!("leaf node {i}: {what}"));
+            }
+            prev = Some(nd.key);
+            t.entries += 1;
+            let value = match nd.value {
+                LeafValue::Inline(v) => Some(v),
+                LeafValue::Overflow { pgno, len, cksum } => {
+                    self.overflow(tree, pgno, len, cksum, t)
+                }
+            };
+            if let Some(v) = value {
+                leaf(self, nd.key, v, n.pgno);
+            }
+        }
+    }
+
+    /// Checks an overflow run; its value if the run is sound.
+    fn overflow(
+        &mut self,
+        tree: &str,
+        pgno: Pgno,
+        len: usize,
+        cksum: u64,
+        t: &mut TreeReport,
+    ) -> Option<&'a [u8]> {
+        let src = self.src;
+        let l = src.layout;
+        if len > page::MAX_VALUE {
+            self.problem(
+                u64::from(pgno),
+                tree,
+                "overflow value longer than the limit",
+            );
+            return None;
+        }
+        let np = l.overflow_pages(len);
+        if !self.mark(pgno, np, Use::Tree, tree) {
+            return None;
+        }
+        t.overflow_pages += np as u64;
+        let run = src.map.slice(pgno as usize * l.psize, np * l.psize);
+        let Some(run) = run else {
+            self.problem(u64::from(pgno), tree, "overflow run outside the map");
+            return None;
+        };
+        if let Err(e) = page::check_overflow(run, pgno, np) {
+            self.problem(u64::from(pgno), tree, error_what(e));
+            return None;
+        }
+        if xxhash_rust::xxh3::xxh3_64(run) != cksum {
+            self.problem(u64::from(pgno), tree, "overflow run checksum mismatch");
+        }
+        run.get(HDR..HDR + len)
+    }
+
+    fn branch_page(
+        &mut self,
+        tree: &str,
+        p: &Page<'a>,
+        n: &Node<'a>,
+        t: &mut TreeReport,
+        leaf: &mut impl FnMut(&mut Self, &[u8], &[u8], Pgno),
+    ) {
+        let at = u64::from(n.pgno);
+        let mut nodes = Vec::with_capacity(p.len());
+        for i in 0..p.len() {
+            match p.branch(i) {
+                Ok(nd) => nodes.push(nd),
+                Err(e) => return self.problem(at, tree, error_what(e)),
+            }
+        }
+        if nodes.is_empty() {
+            return self.problem(at, tree, "branch page without children");
+        }
+        if !nodes[0].key.is_empty() {
+            self.problem(at, tree, "first branch node has a key");
+        }
+        for i in 1..nodes.len() {
+            let prev = (i > 1).then(|| nodes[i - 1].key);
+            if let Some(what) = order_problem(prev, nodes[i].key, n.lo, n.hi) {
+                self.problem(at, tree, format!("branch node {i}: {what}"));
+            }
+        }
+        for (i, nd) in nodes.iter().enumerate() {
+            let child = Node {
+                pgno: nd.child,
+                cksum: nd.cksum,
+                levels: n.levels - 1,
+                lo: if i == 0 { n.lo } else { Some(nd.key) },
+                hi: nodes.get(i + 1).map(|x| x.key).or(n.hi),
+            };
+            self.page(tree, child, t, leaf);
+        }
+    }
+
+    /// One GC record: pages listed free, by a commit no newer than the snapshot.
+    fn gc_record(&mut self, k: &[u8], v: &[u8], pgno: Pgno, txnid: u64) {
+        let at = u64::from(pgno);
+        match gc::key_txnid(k) {
+            Some(t) if t <= txnid => {}
+            Some(t) => self.problem(at, "gc", format!("record of txnid {t} after the snapshot")),
+            None => return self.problem(at, "gc", "record key is not 12 bytes"),
+        }
+        if !v.len().is_multiple_of(4) {
+            return self.problem(at, "gc", "record value is not a list of page numbers");
+        }
+        for c in v.chunks_exact(4) {
+            let p = page::rd32(c, 0);
+            if self.mark(p, 1, Use::Free, "gc") {
+                self.report.free_pages += 1;
+            }
+        }
+    }
+
+    /// One catalog entry: a named database to walk, or the main database's settings.
+    fn catalog_entry(
+        &mut self,
+        k: &[u8],
+        v: &[u8],
+        pgno: Pgno,
+        named: &mut Vec<(String, DbRecord)>,
+    ) {
+        let at = u64::from(pgno);
+        let e = match CatalogEntry::decode(v) {
+            Ok(e) => e,
+            Err(what) => return self.problem(at, "catalog", what),
+        };
+        if k.is_empty() {
+            if e.rec != DbRecord::default() {
+                self.problem(
+                    at,
+                    "catalog",
+                    "the main database's settings carry a tree record",
+                );
+            }
+            return;
+        }
+        match std::str::from_utf8(k) {
+            Ok(name) => named.push((name.into(), e.rec)),
+            Err(_) => self.problem(at, "catalog", "database name is not UTF-8"),
+        }
+    }
+
+    /// Pages neither in a tree nor listed free, reported as runs.
+    fn leaks(&mut self) {
+        let mut p = META_PAGES as usize;
+        while p < self.uses.len() {
+            if self.uses[p] != Use::Unseen {
+                p += 1;
+                continue;
+            }
+            let start = p;
+            while p < self.uses.len() && self.uses[p] == Use::Unseen {
+                p += 1;
+            }
+            let what = format!("pages {start}..{p} are in no tree and not listed free (leaked)");
+            self.problem(start as u64, "", what);
+        }
+    }
+}
+
+/// A page to visit: where, its expected checksum, levels left including
+/// it, and the key range its keys must fall in (`lo` inclusive, `hi` exclusive).
+#[derive(Clone, Copy)]
+struct Node<'k> {
+    pgno: Pgno,
+    cksum: u64,
+    levels: usize,
+    lo: Option<&'k [u8]>,
+    hi: Option<&'k [u8]>,
+}
+
+/// Whether `key` follows `prev` strictly and lies in `lo..hi`.
+fn order_problem(
+    prev: Option<&[u8]>,
+    key: &[u8],
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Option<&'static str> {
+    if prev.is_some_and(|p| p >= key) {
+        return Some("key not greater than the one before it");
+    }
+    if lo.is_some_and(|lo| key < lo) {
+        return Some("key below its parent's separator");
+    }
+    if hi.is_some_and(|hi| key >= hi) {
+        return Some("key at or above the next separator in the parent");
+    }
+    None
+}
+
+/// The `what` of a `Corrupted` error, or the error's text.
+fn error_what(e: crate::Error) -> String {
+    match e {
+        crate::Error::Corrupted { what, .. } => what,
+        other => other.to_string(),
+    }
+}
