@@ -633,6 +633,16 @@ fn attempt_lenient(dir: &Path, t: &Template, rng: &mut StdRng) -> Result<String,
             "data=read-error"
         }
     };
+    // The integrity check must run to the end on any file, and must see
+    // damage that reads let through (reads do not verify checksums).
+    let check = match env.check() {
+        Ok(r) if r.is_ok() => "check=ok",
+        Ok(_) => "check=problems",
+        Err(e) => return Err(format!("check returned an error: {e:?}")),
+    };
+    if check == "check=ok" && (data.contains("DIFFERENT") || data.contains("UNDETECTED")) {
+        return Err(format!("check found nothing, but {data}: {detail}"));
+    }
     let w = try_write(&env, t, rng);
     if w == "commit:ok" {
         read_everything(&env, t, rng, limit + 100, &mut notes)?;
@@ -645,7 +655,7 @@ fn attempt_lenient(dir: &Path, t: &Template, rng: &mut StdRng) -> Result<String,
     }
     let w = w.split(':').next_back().unwrap_or("").to_string();
     Ok(format!(
-        "open:ok {data} write={w} read-errors:{} | {detail} {}",
+        "open:ok {data} {check} write={w} read-errors:{} | {detail} {}",
         if notes.is_empty() { "none" } else { "some" },
         notes.first().cloned().unwrap_or_default()
     ))
