@@ -656,6 +656,20 @@ impl Env {
         Ok(report)
     }
 
+    /// Frees the reader slots of processes that died without closing the
+    /// environment (LMDB's `mdb_reader_check`, libmdbx's
+    /// `mdbx_reader_check`); returns how many. A process is alive while it
+    /// holds its liveness lock in the lock file, which the kernel drops when
+    /// it dies, so a reused pid is not mistaken for the dead process unless
+    /// the new process has this environment open too. Write transactions do
+    /// this by themselves when the oldest reader belongs to a dead process,
+    /// and read transactions when the reader table is full.
+    ///
+    /// Errors: [`Error::Io`] if the lock cannot be queried.
+    pub fn reader_check(&self) -> Result<u32> {
+        self.lock.reclaim_dead(self.pid)
+    }
+
     /// Geometry, txnids, readers and free pages.
     pub fn info(&self) -> Result<EnvInfo> {
         let txn = self.read_txn()?;

@@ -34,7 +34,10 @@
 //! Locks (`F_OFD_SETLK*`, so they belong to this open file description and
 //! vanish when the process dies): byte 0 is the writer lock, byte 1 the
 //! liveness lock (shared by every opener; exclusive only to the first opener,
-//! which then resets the table).
+//! which then resets the table), and byte `2^32 + pid` a shared lock each
+//! opener holds for its process, far past the end of the file. A reader
+//! slot whose pid has no lock on its byte belongs to a dead process and is
+//! reclaimed (LMDB's `mdb_reader_check`, which locks byte `pid` the same way).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
@@ -53,6 +56,8 @@ const HEADER: usize = 256;
 pub(crate) const SLOT: usize = 64;
 /// Words of a tree record.
 pub(crate) const RECORD_WORDS: usize = 8;
+/// Byte locked by a process while it has the environment open: this plus its pid.
+const PID_LOCK_BASE: i64 = 1 << 32;
 
 /// The snapshot a read transaction copies: what the newest commit published.
 #[derive(Clone, Copy, Debug, Default)]
@@ -131,6 +136,8 @@ impl LockFile {
                 Err(e) => return Err(e),
             }
         };
+        // Before any slot is claimed: the process's liveness byte.
+        ofd_lock(fd, pid_byte(std::process::id()), libc::F_RDLCK, true)?;
         let len = HEADER + SLOT * slots as usize;
         if first {
             file.set_len(0)
@@ -408,16 +415,76 @@ impl LockFile {
 
     /// The oldest snapshot txnid any reader is using, or `None` if no reader
     /// is active. The writer calls this at the start of each transaction.
-    pub(crate) fn oldest_reader(&self) -> Option<u64> {
+    /// If the oldest reader belongs to another process that has died, its
+    /// process's slots are reclaimed first (one `fcntl` when the oldest
+    /// reader is another process's, none when it is this one's).
+    pub(crate) fn oldest_reader(&self, own_pid: u32) -> Result<Option<u64>> {
+        let (oldest, slot) = self.scan_oldest();
+        let Some(i) = slot else {
+            return Ok(oldest);
+        };
+        let pid = self.slot_pid(i).load(Ordering::Acquire);
+        if pid == 0 || pid == own_pid || self.pid_alive(pid)? {
+            return Ok(oldest);
+        }
+        self.reclaim_dead(own_pid)?;
+        Ok(self.scan_oldest().0)
+    }
+
+    /// The oldest active snapshot txnid and its slot.
+    fn scan_oldest(&self) -> (Option<u64>, Option<u32>) {
         let high = (self.high_water().load(Ordering::SeqCst) as u32).min(self.slots);
-        let mut oldest: Option<u64> = None;
+        let mut oldest: (Option<u64>, Option<u32>) = (None, None);
         for i in 0..high {
             let t = self.slot_txnid(i).load(Ordering::SeqCst);
-            if t != 0 {
-                oldest = Some(oldest.map_or(t, |o| o.min(t)));
+            if t != 0 && oldest.0.is_none_or(|o| t < o) {
+                oldest = (Some(t), Some(i));
             }
         }
         oldest
+    }
+
+    /// Whether process `pid` has the environment open (holds its liveness byte).
+    fn pid_alive(&self, pid: u32) -> Result<bool> {
+        ofd_held(self.file.as_raw_fd(), pid_byte(pid))
+    }
+
+    /// Frees every slot whose process is dead (LMDB's `mdb_reader_check`).
+    /// Returns how many were freed. Slots of `own_pid` are left alone.
+    pub(crate) fn reclaim_dead(&self, own_pid: u32) -> Result<u32> {
+        let high = (self.high_water().load(Ordering::SeqCst) as u32).min(self.slots);
+        let mut checked: Vec<(u32, bool)> = Vec::new();
+        let mut freed = 0;
+        for i in 0..high {
+            let pid = self.slot_pid(i).load(Ordering::Acquire);
+            if pid == 0 || pid == own_pid {
+                continue;
+            }
+            let alive = match checked.iter().find(|(p, _)| *p == pid) {
+                Some(&(_, a)) => a,
+                None => {
+                    let a = self.pid_alive(pid)?;
+                    checked.push((pid, a));
+                    a
+                }
+            };
+            if alive {
+                continue;
+            }
+            // Clear the fields while the slot still names the dead pid (no
+            // claimer touches it then), then free it.
+            self.slot_txnid(i).store(0, Ordering::SeqCst);
+            self.slot_busy(i).store(0, Ordering::Relaxed);
+            self.slot_owner(i).store(0, Ordering::Relaxed);
+            if self
+                .slot_pid(i)
+                .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                freed += 1;
+            }
+        }
+        Ok(freed)
     }
 
     /// Reader slots in use (claimed by some environment).
@@ -452,6 +519,27 @@ fn read_slot_count(file: &File) -> Result<u32> {
         )));
     }
     Ok(slots)
+}
+
+/// The liveness byte of process `pid`.
+fn pid_byte(pid: u32) -> i64 {
+    PID_LOCK_BASE + i64::from(pid)
+}
+
+/// Whether another open file description holds a lock on byte `byte`.
+fn ofd_held(fd: libc::c_int, byte: i64) -> Result<bool> {
+    // SAFETY: a zeroed `flock` is a valid value of a plain C struct.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = byte;
+    fl.l_len = 1;
+    // SAFETY: fcntl with a valid fd and a pointer to a live flock.
+    let r = unsafe { libc::fcntl(fd, libc::F_OFD_GETLK, &mut fl as *mut libc::flock) };
+    if r != 0 {
+        return Err(Error::io("fcntl getlk", std::io::Error::last_os_error()));
+    }
+    Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
 }
 
 /// Takes (or with `F_UNLCK` releases) an OFD lock on byte `byte`. Returns

@@ -64,9 +64,14 @@ impl<'env> RoTxn<'env> {
         let slot = if uid == env.uid && lock.try_use_slot(hint, env.pid, env.uid) {
             hint
         } else {
-            let s = lock
-                .claim_slot(env.pid, env.uid, thread_tag())
-                .ok_or(Error::ReadersFull { max: lock.slots() })?;
+            let claim = || lock.claim_slot(env.pid, env.uid, thread_tag());
+            // A full table may hold slots of dead processes: free them, retry.
+            let s = match claim() {
+                Some(s) => Some(s),
+                None if lock.reclaim_dead(env.pid)? > 0 => claim(),
+                None => None,
+            }
+            .ok_or(Error::ReadersFull { max: lock.slots() })?;
             SLOT_HINT.with(|h| h.set((env.uid, s)));
             s
         };
@@ -350,7 +355,10 @@ impl<'env> RwTxn<'env> {
         let p = env.lock.published();
         let ws = env.lock.writer_shared();
         let last = p.txnid;
-        let mut bound = env.lock.oldest_reader().map_or(last, |o| o.min(last));
+        let mut bound = env
+            .lock
+            .oldest_reader(env.pid)?
+            .map_or(last, |o| o.min(last));
         if env.durability != crate::Durability::NoSync {
             // Keep the last durable commit intact until a newer one is.
             bound = bound.min(ws.durable_txnid);
