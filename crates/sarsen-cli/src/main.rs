@@ -1,12 +1,17 @@
 //! `sarsen`: the operator's command for Sarsen databases, one subcommand per
 //! module (LMDB's `mdb_stat`, libmdbx's `mdbx_chk`).
 //!
-//! Exit codes: 0 success; 1 `check` found problems; 2 a usage error or a
-//! database that could not be opened or read.
+//! Exit codes: 0 success; 1 `check` found problems, or `load -n` met a key
+//! already present; 2 a usage error, bad input, or a database that could
+//! not be opened, read or written.
 
 mod check;
+mod drop;
+mod dump;
+mod load;
 mod open;
 mod stat;
+mod text;
 
 use std::process::ExitCode;
 
@@ -20,6 +25,7 @@ struct Cli {
     cmd: Command,
 }
 
+/// The subcommands, one module each.
 #[derive(Subcommand)]
 enum Command {
     /// Verify every page, checksum, key order and the free-page accounting
@@ -28,6 +34,15 @@ enum Command {
     /// Print the environment's geometry, txnids, readers and the statistics
     /// of every database (as mdb_stat -e -a).
     Stat(stat::Args),
+    /// Write a database as text in the format of LMDB's mdb_dump
+    /// (VERSION=3), for `sarsen load` or mdb_load.
+    Dump(dump::Args),
+    /// Read the text of mdb_dump or `sarsen dump` into a database, creating
+    /// it if missing (as mdb_load). Exit code 1 if -n met a key already
+    /// present.
+    Load(load::Args),
+    /// Empty a database, or delete a named one with -d (as mdb_drop).
+    Drop(drop::Args),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +50,9 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Command::Check(a) => check::run(&a),
         Command::Stat(a) => stat::run(&a),
+        Command::Dump(a) => dump::run(&a),
+        Command::Load(a) => load::run(&a),
+        Command::Drop(a) => drop::run(&a),
     };
     match r {
         Ok(code) => code,

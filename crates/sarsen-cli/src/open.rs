@@ -1,4 +1,5 @@
-//! Opening a database for the tools: read-only, any page size.
+//! Opening a database for the tools: read-only for those that only read,
+//! read-write for `load` (which may create it) and `drop`.
 
 use std::path::PathBuf;
 
@@ -27,9 +28,39 @@ impl DbPath {
             .read_only(true)
             .single_file(self.single_file)
             .max_dbs(MAX_DBS);
-        // SAFETY: the tools only read; the caller (the operator) promises that
-        // no program truncates or rewrites the file behind Sarsen's back, the
-        // same promise every Sarsen user makes.
+        self.open_with(&o)
+    }
+
+    /// Opens the database for writing. With `create` a missing database is
+    /// created (and its directory), with `page_size` if given (an existing
+    /// file keeps its own); without it a missing database is an error.
+    ///
+    /// Errors: no database at the path when `create` is false; those of
+    /// [`EnvOptions::open`], with the path.
+    pub fn open_rw(&self, create: bool, page_size: Option<u32>) -> Result<Env, String> {
+        let data = if self.single_file {
+            self.path.clone()
+        } else {
+            self.path.join("data.sdb")
+        };
+        if !create && !data.is_file() {
+            return Err(format!("{}: no database there", self.path.display()));
+        }
+        let mut o = EnvOptions::new()
+            .single_file(self.single_file)
+            .max_dbs(MAX_DBS);
+        if let Some(ps) = page_size {
+            o = o.page_size(ps);
+        }
+        self.open_with(&o)
+    }
+
+    /// Opens the database at the path with `o`, the one place the tools
+    /// map a file.
+    fn open_with(&self, o: &EnvOptions) -> Result<Env, String> {
+        // SAFETY: the tools read and write only through Sarsen; the caller
+        // (the operator) promises that no program truncates or rewrites the
+        // file behind Sarsen's back, the same promise every Sarsen user makes.
         unsafe { o.open(&self.path) }.map_err(|e| format!("{}: {e}", self.path.display()))
     }
 }

@@ -98,7 +98,7 @@ fn usage_errors_and_missing_databases_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nothing-here"));
     assert_eq!(sarsen(&["frobnicate"]).status.code(), Some(2));
-    for sub in ["check", "stat"] {
+    for sub in ["check", "stat", "dump", "load", "drop"] {
         let o = sarsen(&[sub, "--help"]);
         assert_eq!(o.status.code(), Some(0));
         assert!(stdout(&o).contains("--single-file"));
