@@ -12,6 +12,7 @@ packages_for() {
         rocksdb) echo "libclang-dev cmake" ;;
         leveldb) echo "libleveldb-dev" ;;
         malloc) echo "libjemalloc2 libtcmalloc-minimal4" ;;
+        lmdbutils) echo "lmdb-utils" ;;
         *) echo "" ;;
     esac
 }
