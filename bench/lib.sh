@@ -3,7 +3,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="$ROOT/target/release/sarsen-bench"
+# CARGO_TARGET_DIR, when set, is where cargo builds (and where the binary is).
+BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/sarsen-bench"
 
 # Debian packages each optional part needs (see crates/sarsen-bench/README.md).
 packages_for() {

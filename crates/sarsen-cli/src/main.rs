@@ -1,11 +1,13 @@
 //! `sarsen`: the operator's command for Sarsen databases, one subcommand per
-//! module (LMDB's `mdb_stat`, libmdbx's `mdbx_chk`).
+//! module (LMDB's `mdb_stat`, `mdb_dump`, `mdb_load`, `mdb_drop`, `mdb_copy`;
+//! libmdbx's `mdbx_chk`).
 //!
 //! Exit codes: 0 success; 1 `check` found problems, or `load -n` met a key
 //! already present; 2 a usage error, bad input, or a database that could
 //! not be opened, read or written.
 
 mod check;
+mod copy;
 mod drop;
 mod dump;
 mod load;
@@ -43,6 +45,9 @@ enum Command {
     Load(load::Args),
     /// Empty a database, or delete a named one with -d (as mdb_drop).
     Drop(drop::Args),
+    /// Write a consistent copy of a live database into a new directory
+    /// (as mdb_copy; -c/--compact as mdb_copy -c).
+    Copy(copy::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
         Command::Dump(a) => dump::run(&a),
         Command::Load(a) => load::run(&a),
         Command::Drop(a) => drop::run(&a),
+        Command::Copy(a) => copy::run(&a),
     };
     match r {
         Ok(code) => code,

@@ -91,6 +91,26 @@ fn stat_prints_what_the_library_reports() {
 }
 
 #[test]
+fn copy_and_compact_copy_check_clean_and_hold_the_same_data() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let src = dir.path().to_str().unwrap();
+    for (flag, name) in [(None, "plain"), (Some("--compact"), "compact")] {
+        let dest = tempfile::tempdir().unwrap();
+        let to = dest.path().join(name);
+        let mut args = vec!["copy", src, to.to_str().unwrap()];
+        args.extend(flag);
+        let o = sarsen(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+        assert_eq!(sarsen(&["check", "-q", to.to_str().unwrap()]).stdout, b"");
+        let dump = |p: &str| stdout(&sarsen(&["dump", "-a", p]));
+        assert_eq!(dump(to.to_str().unwrap()), dump(src), "{name}");
+        // A second copy into the same place is refused.
+        assert_eq!(sarsen(&args).status.code(), Some(2));
+    }
+}
+
+#[test]
 fn usage_errors_and_missing_databases_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nothing-here");
@@ -98,7 +118,7 @@ fn usage_errors_and_missing_databases_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("nothing-here"));
     assert_eq!(sarsen(&["frobnicate"]).status.code(), Some(2));
-    for sub in ["check", "stat", "dump", "load", "drop"] {
+    for sub in ["copy", "check", "stat", "dump", "load", "drop"] {
         let o = sarsen(&[sub, "--help"]);
         assert_eq!(o.status.code(), Some(0));
         assert!(stdout(&o).contains("--single-file"));

@@ -131,6 +131,18 @@ pub(crate) fn check(
     catalog: &DbRecord,
     main: &DbRecord,
 ) -> CheckReport {
+    walk(src, txnid, gc_rec, catalog, main).0
+}
+
+/// [`check`], and for each page number below `next_pgno` whether a tree of
+/// the snapshot uses it (what a physical copy must carry).
+pub(crate) fn walk(
+    src: MapSource<'_>,
+    txnid: u64,
+    gc_rec: &DbRecord,
+    catalog: &DbRecord,
+    main: &DbRecord,
+) -> (CheckReport, Vec<bool>) {
     let pages = u64::from(src.limit);
     let mut w = Walk {
         src,
@@ -152,7 +164,8 @@ pub(crate) fn check(
         w.tree(name, rec, |_, _, _, _| {});
     }
     w.leaks();
-    w.report
+    let in_tree = w.uses.iter().map(|u| *u == Use::Tree).collect();
+    (w.report, in_tree)
 }
 
 impl<'a> Walk<'a> {

@@ -656,6 +656,48 @@ impl Env {
         Ok(report)
     }
 
+    /// Writes a consistent copy of the newest snapshot into the directory
+    /// `dir` (created if missing; it must not hold a database), while
+    /// writers go on: LMDB's `mdb_env_copy`. Pages of the snapshot's trees
+    /// keep their page numbers, free pages become zeros, and the copy opens
+    /// at the snapshot's txnid. See [`compact_copy_to`](Env::compact_copy_to)
+    /// for a dense copy.
+    ///
+    /// Errors: [`Error::InvalidArgument`] if `dir` holds a data file;
+    /// [`Error::Corrupted`] if the source fails its check (a damaged
+    /// database is not copied page by page); [`Error::Io`],
+    /// [`Error::DiskFull`]. On error no data file is left in `dir`.
+    ///
+    /// ```
+    /// # let src = tempfile::tempdir().unwrap();
+    /// # let dst = tempfile::tempdir().unwrap();
+    /// let env = unsafe { sarsen::Env::open(src.path())? };
+    /// let mut w = env.write_txn()?;
+    /// w.put(env.main_db(), b"k", b"v")?;
+    /// w.commit()?;
+    /// let info = env.copy_to(dst.path().join("backup"))?;
+    /// let copy = unsafe { sarsen::Env::open(dst.path().join("backup"))? };
+    /// assert_eq!(copy.read_txn()?.txnid(), info.txnid);
+    /// assert_eq!(copy.read_txn()?.get(copy.main_db(), b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn copy_to(&self, dir: impl AsRef<Path>) -> Result<crate::CopyInfo> {
+        let txn = self.read_txn()?;
+        crate::copy::copy_physical(self, &txn, dir.as_ref())
+    }
+
+    /// Writes a compacted copy of the newest snapshot into `dir` (LMDB's
+    /// `mdb_env_copy2` with `MDB_CP_COMPACT`): every database re-inserted in
+    /// key order into a new file, pages filled full, no free pages, merge
+    /// operator names kept. The copy starts at a new txnid.
+    ///
+    /// Errors: as [`copy_to`](Env::copy_to), except that damage in the
+    /// source shows up as the error of the read that meets it.
+    pub fn compact_copy_to(&self, dir: impl AsRef<Path>) -> Result<crate::CopyInfo> {
+        let txn = self.read_txn()?;
+        crate::copy::copy_compact(self, &txn, dir.as_ref())
+    }
+
     /// Frees the reader slots of processes that died without closing the
     /// environment (LMDB's `mdb_reader_check`, libmdbx's
     /// `mdbx_reader_check`); returns how many. A process is alive while it

@@ -39,6 +39,7 @@
 
 mod btree;
 mod check;
+mod copy;
 mod cursor;
 mod db;
 mod env;
@@ -49,6 +50,7 @@ mod page;
 mod txn;
 
 pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};
+pub use copy::CopyInfo;
 pub use cursor::{Cursor, Entry, Iter};
 pub use db::{Database, DbOptions, Stat};
 pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};

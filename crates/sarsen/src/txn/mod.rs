@@ -248,6 +248,17 @@ impl<'env> RoTxn<'env> {
         ))
     }
 
+    /// The snapshot's page source, txnid, and GC, catalog and main records.
+    pub(crate) fn parts(&self) -> (MapSource<'env>, u64, DbRecord, DbRecord, DbRecord) {
+        (self.src, self.txnid, self.gc, self.catalog, self.main)
+    }
+
+    /// The merge operator name recorded for database `name` (`None`: main).
+    pub(crate) fn merge_operator_name(&self, name: Option<&str>) -> Result<Option<String>> {
+        let e = lookup_entry(self.src, &self.catalog, name.unwrap_or(""))?;
+        Ok(e.and_then(|e| e.merge).map(String::from))
+    }
+
     /// Pages recorded in the GC tree of this snapshot.
     pub(crate) fn gc_pages(&self) -> Result<u64> {
         let mut c = crate::cursor::RawCursor::new(AnySource::Map(self.src), self.gc);
@@ -590,6 +601,10 @@ impl<'env> RwTxn<'env> {
 
     /// Records `op_name` as `db`'s merge operator, written to the catalog
     /// at commit (for the main database, as the entry under the empty name).
+    pub(crate) fn record_operator_name(&mut self, db: Database, op_name: &str) -> Result<()> {
+        self.record_operator(db, op_name)
+    }
+
     fn record_operator(&mut self, db: Database, op_name: &str) -> Result<()> {
         crate::merge::check_name(op_name)?;
         let main = db.dbi == 0;
