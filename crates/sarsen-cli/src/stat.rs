@@ -11,6 +11,10 @@ use crate::open::DbPath;
 pub struct Args {
     #[command(flatten)]
     db: DbPath,
+    /// Also list the reader table: pid, thread, snapshot txnid and lag of
+    /// every claimed slot (as mdb_stat -r).
+    #[arg(short, long)]
+    readers: bool,
 }
 
 /// Prints the statistics.
@@ -38,6 +42,9 @@ pub fn run(a: &Args) -> Result<ExitCode, String> {
         "  readers: {} used of {}",
         info.readers_used, info.max_readers
     );
+    if a.readers {
+        print_readers(&env)?;
+    }
     let txn = env.read_txn().map_err(|e| e.to_string())?;
     let main = txn.stat(env.main_db()).map_err(|e| e.to_string())?;
     print_stat("main database", &main);
@@ -50,6 +57,19 @@ pub fn run(a: &Args) -> Result<ExitCode, String> {
         print_stat(&format!("database {name:?}"), &st);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The reader table, one line per claimed slot (this command's own slot
+/// is among them once it has read).
+fn print_readers(env: &sarsen::Env) -> Result<(), String> {
+    let readers = env.readers().map_err(|e| e.to_string())?;
+    println!("Readers ({} slots claimed)", readers.len());
+    println!("  {:>10} {:>8} {:>20} {:>10}", "pid", "thread", "txnid", "lag");
+    for r in readers {
+        let txnid = r.txnid.map_or("-".to_string(), |t| t.to_string());
+        println!("  {:>10} {:>8} {:>20} {:>10}", r.pid, r.thread, txnid, r.lag);
+    }
+    Ok(())
 }
 
 fn print_stat(title: &str, s: &Stat) {

@@ -88,6 +88,16 @@ fn stat_prints_what_the_library_reports() {
         "{out}"
     );
     assert!(out.contains("database \"named\""), "{out}");
+    // With -r, a reader held by this process is listed with its txnid.
+    let held = env.read_txn().unwrap();
+    let o = sarsen(&["stat", "-r", dir.path().to_str().unwrap()]);
+    let out = stdout(&o);
+    let me = std::process::id().to_string();
+    let line = out
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(me.as_str()))
+        .unwrap_or_else(|| panic!("no reader line for pid {me}: {out}"));
+    assert_eq!(line.split_whitespace().nth(2), Some(held.txnid().to_string().as_str()));
 }
 
 #[test]

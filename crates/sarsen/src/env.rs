@@ -84,6 +84,23 @@ pub struct EnvInfo {
     pub gc_pages: u64,
 }
 
+/// One slot of the reader table (LMDB's `mdb_reader_list` line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReaderInfo {
+    /// Process that owns the slot.
+    pub pid: u32,
+    /// Number of the thread that last used it, unique within its process
+    /// (not the OS thread id).
+    pub thread: u64,
+    /// Txnid of the snapshot being read, `None` if no read transaction is
+    /// using the slot now.
+    pub txnid: Option<u64>,
+    /// Commits made since that snapshot (0 when idle): the snapshot pins
+    /// the pages those commits freed.
+    pub lag: u64,
+}
+
 /// How to open an environment. Builder methods take and return `self`.
 ///
 /// ```
@@ -710,6 +727,35 @@ impl Env {
     /// Errors: [`Error::Io`] if the lock cannot be queried.
     pub fn reader_check(&self) -> Result<u32> {
         self.lock.reclaim_dead(self.pid)
+    }
+
+    /// The reader table: every claimed slot, in every process that has
+    /// the environment open (LMDB's `mdb_reader_list`, libmdbx's
+    /// `mdbx_reader_list`). A slot stays claimed by its environment between
+    /// read transactions; `txnid` is `None` while it is idle.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe { sarsen::Env::open(dir.path())? };
+    /// let r = env.read_txn()?;
+    /// let me = std::process::id();
+    /// let readers = env.readers()?;
+    /// assert!(readers.iter().any(|x| x.pid == me && x.txnid == Some(r.txnid()) && x.lag == 0));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn readers(&self) -> Result<Vec<ReaderInfo>> {
+        let last = self.lock.published_txnid();
+        Ok(self
+            .lock
+            .reader_slots()
+            .into_iter()
+            .map(|(pid, thread, t)| ReaderInfo {
+                pid,
+                thread,
+                txnid: (t != 0).then_some(t),
+                lag: if t == 0 { 0 } else { last.saturating_sub(t) },
+            })
+            .collect())
     }
 
     /// Geometry, txnids, readers and free pages.

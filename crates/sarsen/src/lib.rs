@@ -53,7 +53,7 @@ pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};
 pub use copy::CopyInfo;
 pub use cursor::{Cursor, Entry, Iter};
 pub use db::{Database, DbOptions, Stat};
-pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
+pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry, ReaderInfo};
 pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};
 pub use txn::{RoTxn, RwTxn};

@@ -487,6 +487,23 @@ impl LockFile {
         Ok(freed)
     }
 
+    /// The claimed reader slots: (pid, thread tag, snapshot txnid or 0 when idle).
+    pub(crate) fn reader_slots(&self) -> Vec<(u32, u64, u64)> {
+        let high = (self.high_water().load(Ordering::Acquire) as u32).min(self.slots);
+        (0..high)
+            .filter_map(|i| {
+                let pid = self.slot_pid(i).load(Ordering::Acquire);
+                (pid != 0).then(|| {
+                    (
+                        pid,
+                        self.slot_tid(i).load(Ordering::Relaxed),
+                        self.slot_txnid(i).load(Ordering::Acquire),
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// Reader slots in use (claimed by some environment).
     pub(crate) fn readers_used(&self) -> u32 {
         (0..self.slots)
