@@ -128,6 +128,8 @@ pub struct EnvOptions {
     read_ahead: bool,
     write_map: bool,
     boot_id: Option<[u8; 16]>,
+    #[cfg(feature = "fault-injection")]
+    fault: Option<crate::io::fault::FaultPlan>,
 }
 
 impl Default for EnvOptions {
@@ -144,6 +146,8 @@ impl Default for EnvOptions {
             read_ahead: true,
             write_map: false,
             boot_id: None,
+            #[cfg(feature = "fault-injection")]
+            fault: None,
         }
     }
 }
@@ -247,6 +251,16 @@ impl EnvOptions {
         self
     }
 
+    /// Test hook (feature `fault-injection`): every write and sync of the
+    /// data file goes through `plan`, which can fail them and records
+    /// them (see [`crate::fault`]). Not part of the stable API.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn fault_plan(mut self, plan: crate::io::fault::FaultPlan) -> Self {
+        self.fault = Some(plan);
+        self
+    }
+
     /// Opens or creates the environment at `path`.
     ///
     /// Errors: [`Error::InvalidArgument`] for a bad page size or reader
@@ -341,6 +355,8 @@ impl Env {
             (path.join("data.sdb"), path.join("lock.sdb"))
         };
         let file = DataFile::open(&data_path, o.read_only, true)?;
+        #[cfg(feature = "fault-injection")]
+        let file = file.with_faults(o.fault.clone());
         let (lock, opened) = LockFile::open(&lock_path, o.max_readers)?;
         let boot_id = o.boot_id.unwrap_or_else(boot_id);
         if file.len()? == 0 {

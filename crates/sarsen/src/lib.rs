@@ -58,6 +58,13 @@ pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};
 pub use txn::{RoTxn, RwTxn};
 
+/// Test-only storage seam (cargo feature `fault-injection`): fail writes
+/// and syncs of the data file, record them, and build power-loss images.
+/// Not part of the stable API.
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+pub use io::fault;
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

@@ -13,6 +13,9 @@ const IOV_MAX: usize = 1024;
 /// The data file of an environment.
 pub(crate) struct DataFile {
     file: File,
+    /// Test builds: the plan every write and sync goes through.
+    #[cfg(feature = "fault-injection")]
+    fault: Option<crate::io::fault::FaultPlan>,
 }
 
 impl DataFile {
@@ -25,7 +28,18 @@ impl DataFile {
             .mode(0o644)
             .open(path)
             .map_err(|e| Error::io("open data file", e))?;
-        Ok(DataFile { file })
+        Ok(DataFile {
+            file,
+            #[cfg(feature = "fault-injection")]
+            fault: None,
+        })
+    }
+
+    /// Test builds: routes every write and sync through `plan`.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn with_faults(mut self, plan: Option<crate::io::fault::FaultPlan>) -> DataFile {
+        self.fault = plan;
+        self
     }
 
     /// The underlying file, for mapping.
@@ -51,14 +65,34 @@ impl DataFile {
 
     /// Writes all of `buf` at `offset`.
     pub(crate) fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        #[cfg(feature = "fault-injection")]
+        if let Some(plan) = &self.fault {
+            return plan.write("pwrite", &[buf], offset, |b, o| self.raw_write(b, o));
+        }
+        self.raw_write_at(buf, offset)
+    }
+
+    /// Writes the buffers back to back starting at `offset`, with as few
+    /// `pwritev` calls as the kernel allows.
+    pub(crate) fn write_vectored_at(&self, bufs: &[&[u8]], offset: u64) -> Result<()> {
+        #[cfg(feature = "fault-injection")]
+        if let Some(plan) = &self.fault {
+            return plan.write("pwritev", bufs, offset, |b, o| self.raw_write(b, o));
+        }
+        self.raw_write(bufs, offset)
+    }
+
+    fn raw_write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.file
             .write_all_at(buf, offset)
             .map_err(|e| Error::io("pwrite", e))
     }
 
-    /// Writes the buffers back to back starting at `offset`, with as few
-    /// `pwritev` calls as the kernel allows.
-    pub(crate) fn write_vectored_at(&self, bufs: &[&[u8]], mut offset: u64) -> Result<()> {
+    /// The write itself: `pwrite` for one buffer, else `pwritev`.
+    fn raw_write(&self, bufs: &[&[u8]], mut offset: u64) -> Result<()> {
+        if let [buf] = bufs {
+            return self.raw_write_at(buf, offset);
+        }
         for group in bufs.chunks(IOV_MAX) {
             let total: usize = group.iter().map(|b| b.len()).sum();
             let iov: Vec<libc::iovec> = group
@@ -91,7 +125,7 @@ impl DataFile {
                         skip -= b.len();
                         continue;
                     }
-                    self.write_at(&b[skip..], off)?;
+                    self.raw_write_at(&b[skip..], off)?;
                     off += (b.len() - skip) as u64;
                     skip = 0;
                 }
@@ -103,6 +137,17 @@ impl DataFile {
 
     /// Makes written data durable (`fdatasync`).
     pub(crate) fn sync_data(&self) -> Result<()> {
+        #[cfg(feature = "fault-injection")]
+        if let Some(plan) = &self.fault {
+            return plan.sync(|| {
+                self.raw_sync()?;
+                self.len()
+            });
+        }
+        self.raw_sync()
+    }
+
+    fn raw_sync(&self) -> Result<()> {
         self.file.sync_data().map_err(|e| Error::io("fdatasync", e))
     }
 }

@@ -9,6 +9,8 @@
 //! place (`buf::PageBuf::Mapped`).
 
 pub(crate) mod buf;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 pub(crate) mod file;
 pub(crate) mod lock;
 pub(crate) mod mmap;

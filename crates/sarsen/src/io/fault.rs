@@ -1,0 +1,358 @@
+//! Fault injection and write recording for tests (cargo feature
+//! `fault-injection`, off by default; not part of the stable API).
+//!
+//! A [`FaultPlan`] is attached to one environment with
+//! [`EnvOptions::fault_plan`](crate::EnvOptions::fault_plan). Every write
+//! (`pwrite`, `pwritev`) and every sync (`fdatasync`) of that environment's
+//! data file then goes through it, in `io/file.rs`, the only place they
+//! happen in the default mode. The plan can:
+//!
+//! - fail the n-th write or sync from now with an OS error (`EIO`,
+//!   `ENOSPC`, ...), once or for every later one of its kind, optionally
+//!   letting the first half of the failing write land (a torn write); the
+//!   engine sees the error exactly as if the kernel had returned it;
+//! - record every write (offset and bytes) and every sync (with the file
+//!   length after it), so that [`crash_image`] can build the file a power
+//!   loss would leave: everything written before the last sync, plus a
+//!   subset of the writes after it, some of them torn at 512-byte sector
+//!   boundaries. The idea is that of SQLite's crash VFS (`test6.c`) and of
+//!   redb's crash-testing storage backend.
+//!
+//! Write-map mode writes pages through the map, which no hook sees: only
+//! the meta pages and syncs of such an environment pass through here, so
+//! crash images are meaningful for the default mode only.
+//!
+//! Everything is deterministic: the plan counts operations, and the crash
+//! image takes a seed.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+
+/// Sector size of the simulated disk: a write lands in whole sectors.
+pub const SECTOR: u64 = 512;
+
+/// The kind of operation a fault targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// A positioned write (`pwrite` or `pwritev`).
+    Write,
+    /// A sync (`fdatasync`).
+    Sync,
+}
+
+/// One recorded operation on the data file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Bytes that reached the file (the page cache) at `offset`. A vectored
+    /// write is recorded as one write of its buffers back to back.
+    Write {
+        /// File offset, bytes.
+        offset: u64,
+        /// The bytes written.
+        data: Vec<u8>,
+    },
+    /// A sync that succeeded: every earlier write is durable.
+    Sync {
+        /// The file's length after the sync, bytes (its size is durable too).
+        len: u64,
+    },
+}
+
+/// A programmed failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// Which operations to count.
+    pub kind: OpKind,
+    /// Fail the operation of that kind with this index, counted from the
+    /// moment the fault is armed (0 = the next one).
+    pub nth: u64,
+    /// The OS error to return (`libc::EIO`, `libc::ENOSPC`, ...).
+    pub errno: i32,
+    /// For a write: the first half of it (rounded down to whole sectors)
+    /// lands before the error.
+    pub torn: bool,
+    /// Keep failing every later operation of that kind until
+    /// [`FaultPlan::disarm`] (a disk that stays full, a device that died).
+    pub sticky: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    record: bool,
+    log: Vec<Op>,
+    writes: u64,
+    syncs: u64,
+    /// The armed fault and the absolute operation index it fires at.
+    armed: Option<(Fault, u64)>,
+    fired: u64,
+}
+
+impl State {
+    /// Counts an operation of `kind` and returns the fault if it fires.
+    fn next(&mut self, kind: OpKind) -> Option<Fault> {
+        let n = match kind {
+            OpKind::Write => &mut self.writes,
+            OpKind::Sync => &mut self.syncs,
+        };
+        let index = *n;
+        *n += 1;
+        let (f, at) = self.armed?;
+        let hit = f.kind == kind && (index == at || (f.sticky && index > at));
+        if hit {
+            self.fired += 1;
+            Some(f)
+        } else {
+            None
+        }
+    }
+}
+
+/// A test's handle on the writes and syncs of one environment's data file.
+/// Clones share the same state: keep one, give one to
+/// [`EnvOptions::fault_plan`](crate::EnvOptions::fault_plan).
+#[derive(Clone, Default)]
+pub struct FaultPlan {
+    inner: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for FaultPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.state();
+        f.debug_struct("FaultPlan")
+            .field("record", &s.record)
+            .field("ops", &s.log.len())
+            .field("writes", &s.writes)
+            .field("syncs", &s.syncs)
+            .field("armed", &s.armed)
+            .finish()
+    }
+}
+
+impl FaultPlan {
+    /// A plan that records nothing and fails nothing.
+    pub fn new() -> FaultPlan {
+        FaultPlan::default()
+    }
+
+    /// A plan that records every write and sync from the start.
+    pub fn recording() -> FaultPlan {
+        let p = FaultPlan::new();
+        p.set_recording(true);
+        p
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Turns recording on or off (the log is kept).
+    pub fn set_recording(&self, on: bool) {
+        self.state().record = on;
+    }
+
+    /// Arms `fault`, replacing any armed one; `nth` counts from now.
+    pub fn fail(&self, fault: Fault) {
+        let mut s = self.state();
+        let now = match fault.kind {
+            OpKind::Write => s.writes,
+            OpKind::Sync => s.syncs,
+        };
+        s.armed = Some((fault, now + fault.nth));
+    }
+
+    /// Removes the armed fault: later operations succeed.
+    pub fn disarm(&self) {
+        self.state().armed = None;
+    }
+
+    /// How many operations a fault has failed so far.
+    pub fn fired(&self) -> u64 {
+        self.state().fired
+    }
+
+    /// Writes attempted so far (failed ones included).
+    pub fn writes(&self) -> u64 {
+        self.state().writes
+    }
+
+    /// Syncs attempted so far (failed ones included).
+    pub fn syncs(&self) -> u64 {
+        self.state().syncs
+    }
+
+    /// Number of recorded operations.
+    pub fn log_len(&self) -> usize {
+        self.state().log.len()
+    }
+
+    /// A copy of the recorded operations, oldest first.
+    pub fn log(&self) -> Vec<Op> {
+        self.state().log.clone()
+    }
+
+    /// Runs a write of `bufs` (back to back) at `offset` through the plan:
+    /// `raw` does the real write. `op` names the call in errors.
+    pub(crate) fn write(
+        &self,
+        op: &'static str,
+        bufs: &[&[u8]],
+        offset: u64,
+        raw: impl FnOnce(&[&[u8]], u64) -> Result<()>,
+    ) -> Result<()> {
+        let fault = self.state().next(OpKind::Write);
+        let Some(f) = fault else {
+            raw(bufs, offset)?;
+            let mut s = self.state();
+            if s.record {
+                s.log.push(Op::Write {
+                    offset,
+                    data: bufs.concat(),
+                });
+            }
+            return Ok(());
+        };
+        let total: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        // A torn write: the first half, up to a sector boundary, lands.
+        let end = if f.torn {
+            (offset + total / 2) / SECTOR * SECTOR
+        } else {
+            offset
+        };
+        if end > offset {
+            let keep = bufs.concat()[..(end - offset) as usize].to_vec();
+            raw(&[&keep], offset)?;
+            let mut s = self.state();
+            if s.record {
+                s.log.push(Op::Write { offset, data: keep });
+            }
+        }
+        Err(Error::io(op, std::io::Error::from_raw_os_error(f.errno)))
+    }
+
+    /// Runs a sync through the plan: `raw` syncs and returns the file
+    /// length afterwards.
+    pub(crate) fn sync(&self, raw: impl FnOnce() -> Result<u64>) -> Result<()> {
+        let fault = self.state().next(OpKind::Sync);
+        if let Some(f) = fault {
+            let e = std::io::Error::from_raw_os_error(f.errno);
+            return Err(Error::io("fdatasync", e));
+        }
+        let len = raw()?;
+        let mut s = self.state();
+        if s.record {
+            s.log.push(Op::Sync { len });
+        }
+        Ok(())
+    }
+}
+
+/// Which of the writes since the last sync land in a crash image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Landing {
+    /// None of them.
+    Nothing,
+    /// All of them, whole.
+    Everything,
+    /// Each is lost, lands whole, or is torn (each of its sectors lands or
+    /// not), chosen by this seed.
+    Random(u64),
+}
+
+/// splitmix64 step.
+fn mix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A crash image: the file a power loss would leave.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrashImage {
+    /// The file's bytes from offset 0, up to the end of the last write that
+    /// landed; the rest of the file is zeros.
+    pub data: Vec<u8>,
+    /// The file's length, bytes (at least `data.len()`).
+    pub len: u64,
+}
+
+impl CrashImage {
+    /// Writes the image to a new file at `path` (its zero tail sparse).
+    pub fn write_to(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let f = std::fs::File::create(path)?;
+        std::io::Write::write_all(&mut &f, &self.data)?;
+        f.set_len(self.len.max(self.data.len() as u64))
+    }
+
+    fn put(&mut self, offset: u64, data: &[u8]) {
+        let end = offset as usize + data.len();
+        if self.data.len() < end {
+            self.data.resize(end, 0);
+        }
+        self.data[offset as usize..end].copy_from_slice(data);
+        self.len = self.len.max(end as u64);
+    }
+}
+
+/// The data file a power loss would leave if it struck after the first
+/// `upto` operations of `log` (a log that starts with the file empty).
+///
+/// Every write before the last sync in `log[..upto]` is there, and the file
+/// is at least as long as that sync found it. The writes after it land as
+/// `landing` says, in their order; a torn write lands in whole sectors
+/// ([`SECTOR`], aligned to the file). A write that lands past the end
+/// extends the file. A crash just before the sync at index `i` is
+/// `crash_image(log, i, ..)`.
+pub fn crash_image(log: &[Op], upto: usize, landing: Landing) -> CrashImage {
+    let ops = &log[..upto.min(log.len())];
+    let last_sync = ops.iter().rposition(|o| matches!(o, Op::Sync { .. }));
+    let mut image = CrashImage::default();
+    let pending_from = match last_sync {
+        Some(i) => {
+            for o in &ops[..i] {
+                if let Op::Write { offset, data } = o {
+                    image.put(*offset, data);
+                }
+            }
+            if let Op::Sync { len } = ops[i] {
+                image.len = image.len.max(len);
+            }
+            i + 1
+        }
+        None => 0,
+    };
+    let mut rng = match landing {
+        Landing::Random(seed) => seed,
+        _ => 0,
+    };
+    for o in &ops[pending_from..] {
+        let Op::Write { offset, data } = o else {
+            continue;
+        };
+        let choice = match landing {
+            Landing::Nothing => 0,
+            Landing::Everything => 1,
+            Landing::Random(_) => mix(&mut rng) % 4,
+        };
+        match choice {
+            0 => {}
+            1 => image.put(*offset, data),
+            _ => {
+                // Torn: sector by sector, each lands or not.
+                let mut at = *offset;
+                let end = offset + data.len() as u64;
+                while at < end {
+                    let next = ((at / SECTOR + 1) * SECTOR).min(end);
+                    if mix(&mut rng) & 1 == 1 {
+                        let piece = &data[(at - offset) as usize..(next - offset) as usize];
+                        image.put(at, piece);
+                    }
+                    at = next;
+                }
+            }
+        }
+    }
+    image
+}
