@@ -32,19 +32,27 @@ const BOOT_AFTER: [u8; 16] = [0xB2; 16];
 /// A call that wrote to the log: ops `start..end` are its.
 #[derive(Clone, Copy, Debug)]
 struct Call {
+    /// The commit made, or the commit made durable by a sync.
     txnid: u64,
     start: usize,
     end: usize,
+    /// Whether the meta it wrote is steady (trusted after a reboot): the
+    /// commits of `Durable` and `NoMetaSync` environments, and syncs.
+    steady: bool,
+    /// The newest commit durable once the call has returned (what the
+    /// engine itself counts on when it reuses pages).
+    durable: u64,
 }
 
 /// What the workload did, for building and judging crash images.
 struct Run {
+    /// Durability of the environment that opens the images.
     mode: Durability,
+    name: String,
     page_size: u32,
     log: Vec<Op>,
-    commits: Vec<Call>,
-    /// `Env::sync` calls, and the sync at drop in the modes that do one.
-    syncs: Vec<Call>,
+    /// Commits, `Env::sync` calls and the syncs at drop, in order.
+    calls: Vec<Call>,
     /// The model at each txnid (txnid 1 is the new, empty file).
     states: BTreeMap<u64, Model>,
 }
@@ -60,104 +68,129 @@ fn open(dir: &Path, mode: Durability, ps: u32, boot: [u8; 16], plan: Option<Faul
     unsafe { o.open(dir) }.unwrap_or_else(|e| panic!("open {}: {e}", dir.display()))
 }
 
-/// Runs the workload: `commits` commits, with an `Env::sync` after some
-/// (in the modes where it does something), then drops the `Env`.
-fn workload(mode: Durability, page_size: u32, commits: usize, seed: u64) -> Run {
-    let dir = tempfile::tempdir().unwrap();
-    let plan = FaultPlan::recording();
-    let env = open(dir.path(), mode, page_size, BOOT_RUN, Some(plan.clone()));
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut model = Model::default();
-    let mut run = Run {
-        mode,
-        page_size,
-        log: Vec::new(),
-        commits: Vec::new(),
-        syncs: Vec::new(),
-        states: BTreeMap::from([(1, Model::default())]),
-    };
-    for i in 0..commits {
-        let n = rng.random_range(1..=60);
-        let c = changes(common::mix(seed ^ i as u64), page_size, n);
-        let start = plan.log_len();
-        let txnid = commit(&env, &c).unwrap();
-        if plan.log_len() == start {
+/// The workload's bookkeeping while it runs.
+struct Driver {
+    plan: FaultPlan,
+    run: Run,
+    model: Model,
+    /// The newest commit and whether its meta (or a synced copy) is steady.
+    last: u64,
+    last_steady: bool,
+    durable: u64,
+}
+
+impl Driver {
+    /// A sync of environment `env` in `mode`, explicit or at drop.
+    fn sync(&mut self, mode: Durability, sync: impl FnOnce()) {
+        let start = self.plan.log_len();
+        sync();
+        if mode == Durability::Durable || mode == Durability::NoSync {
+            return; // Durable: nothing to do; NoSync: not at drop.
+        }
+        self.durable = self.last;
+        self.last_steady = true;
+        self.run.calls.push(Call {
+            txnid: self.last,
+            start,
+            end: self.plan.log_len(),
+            steady: true,
+            durable: self.durable,
+        });
+    }
+
+    /// One commit of `changes` in environment `env` in `mode`.
+    fn commit(&mut self, env: &Env, mode: Durability, c: &[crash_common::Change]) {
+        let start = self.plan.log_len();
+        let txnid = commit(env, c).unwrap();
+        if self.plan.log_len() == start {
             // Nothing changed (deletes of absent keys): no commit was made
             // and the txnid was not used.
-            continue;
+            return;
         }
-        run.commits.push(Call {
+        match mode {
+            Durability::Durable => self.durable = txnid,
+            // The data sync made the previous meta durable, if steady.
+            Durability::NoMetaSync if self.last_steady => self.durable = self.last,
+            _ => {}
+        }
+        let steady = matches!(mode, Durability::Durable | Durability::NoMetaSync);
+        (self.last, self.last_steady) = (txnid, steady);
+        self.run.calls.push(Call {
             txnid,
             start,
-            end: plan.log_len(),
+            end: self.plan.log_len(),
+            steady,
+            durable: self.durable,
         });
-        apply_model(&mut model, &c);
-        run.states.insert(txnid, model.clone());
-        if mode != Durability::Durable && rng.random_bool(0.3) {
-            let start = plan.log_len();
-            env.sync().unwrap();
-            run.syncs.push(Call {
-                txnid,
-                start,
-                end: plan.log_len(),
-            });
+        apply_model(&mut self.model, c);
+        self.run.states.insert(txnid, self.model.clone());
+    }
+}
+
+/// Runs the workload: `commits` commits, each in an environment of a
+/// random one of `modes` (all open on one file, sharing one plan), with an
+/// `Env::sync` after some, then drops the environments.
+fn workload(modes: &[Durability], page_size: u32, commits: usize, seed: u64) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = FaultPlan::recording();
+    let envs: Vec<Env> = modes
+        .iter()
+        .map(|m| open(dir.path(), *m, page_size, BOOT_RUN, Some(plan.clone())))
+        .collect();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut d = Driver {
+        plan: plan.clone(),
+        run: Run {
+            mode: if modes.len() == 1 {
+                modes[0]
+            } else {
+                Durability::Durable
+            },
+            name: format!("{modes:?} ps {page_size}"),
+            page_size,
+            log: Vec::new(),
+            calls: Vec::new(),
+            states: BTreeMap::from([(1, Model::default())]),
+        },
+        model: Model::default(),
+        last: 1,
+        last_steady: true,
+        durable: 1,
+    };
+    for i in 0..commits {
+        let e = rng.random_range(0..envs.len());
+        let n = rng.random_range(1..=60);
+        let c = changes(common::mix(seed ^ i as u64), page_size, n);
+        d.commit(&envs[e], modes[e], &c);
+        let e = rng.random_range(0..envs.len());
+        if modes[e] != Durability::Durable && rng.random_bool(0.3) {
+            d.sync(modes[e], || envs[e].sync().unwrap());
         }
     }
-    let last = run.commits.last().map_or(1, |c| c.txnid);
-    let start = plan.log_len();
-    drop(env);
-    if matches!(mode, Durability::SafeNoSync | Durability::NoMetaSync) {
-        run.syncs.push(Call {
-            txnid: last,
-            start,
-            end: plan.log_len(),
-        });
+    for (env, mode) in envs.into_iter().zip(modes) {
+        d.sync(*mode, || drop(env));
     }
-    run.log = plan.log();
-    run
+    d.run.log = plan.log();
+    d.run
 }
 
 impl Run {
-    /// The txnids an image cut at op `p` may open at, lowest first.
+    /// The txnids an image cut at op `p` may open at, lowest first: from
+    /// the newest commit durable by then to the newest that may have
+    /// written something, among those with a steady meta.
     fn allowed(&self, p: usize) -> Vec<u64> {
-        let acked: Vec<u64> = self
-            .commits
+        let durable = self
+            .calls
             .iter()
             .filter(|c| c.end <= p)
-            .map(|c| c.txnid)
-            .collect();
-        let newest = acked.last().copied().unwrap_or(1);
-        let before = acked.len().checked_sub(2).map_or(1, |i| acked[i]);
-        // The newest commit that may have written something by then.
-        let started = self
-            .commits
-            .iter()
-            .filter(|c| c.start < p)
-            .map(|c| c.txnid)
+            .map(|c| c.durable)
             .max()
             .unwrap_or(1);
-        let synced = self
-            .syncs
-            .iter()
-            .filter(|s| s.end <= p)
-            .map(|s| s.txnid)
-            .max()
-            .unwrap_or(1);
-        match self.mode {
-            Durability::Durable => (newest..=started).collect(),
-            Durability::NoMetaSync => (before.max(synced)..=started).collect(),
-            _ => {
-                // Only steady metas survive a reboot: the last sync, or
-                // the one in flight.
-                let mut v = vec![synced];
-                for s in &self.syncs {
-                    if s.start < p && p < s.end && s.txnid != synced {
-                        v.push(s.txnid);
-                    }
-                }
-                v
-            }
-        }
+        let started: Vec<&Call> = self.calls.iter().filter(|c| c.start < p).collect();
+        let newest = started.iter().map(|c| c.txnid).max().unwrap_or(1);
+        (durable..=newest)
+            .filter(|t| *t == 1 || started.iter().any(|c| c.txnid == *t && c.steady))
+            .collect()
     }
 
     /// Crash points: before each sync that followed the file's creation,
@@ -181,7 +214,7 @@ fn judge(run: &Run, image: &CrashImage, p: usize, what: &str) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     image.write_to(&dir.path().join("data.sdb")).unwrap();
     let env = open(dir.path(), run.mode, run.page_size, BOOT_AFTER, None);
-    let when = format!("{:?} ps {} {what}", run.mode, run.page_size);
+    let when = format!("{} {what}", run.name);
     common::assert_check(&env, &when);
     let (t, got) = contents(&env);
     let allowed = run.allowed(p);
@@ -206,11 +239,11 @@ fn judge(run: &Run, image: &CrashImage, p: usize, what: &str) -> u64 {
 
 /// Builds and judges every crash image of one workload. Returns the number
 /// of images and how many opened at each distance from the newest allowed.
-fn power_loss(mode: Durability, page_size: u32) -> (usize, usize) {
-    let (seed, _) = common::base_seed(&format!("power_loss {mode:?} {page_size}"));
+fn power_loss(modes: &[Durability], page_size: u32) -> (usize, usize) {
+    let (seed, _) = common::base_seed(&format!("power_loss {modes:?} {page_size}"));
     let commits = 12 * common::scale();
     let random = common::cases(4);
-    let run = workload(mode, page_size, commits, seed);
+    let run = workload(modes, page_size, commits, seed);
     let _f = common::OnFail(format!("SEED={seed}"));
     let mut images = 0;
     let mut fell_back = 0;
@@ -229,7 +262,8 @@ fn power_loss(mode: Durability, page_size: u32) -> (usize, usize) {
         }
     }
     eprintln!(
-        "power_loss {mode:?} ps {page_size}: {} ops, {} crash points, {images} images, {fell_back} at an older commit",
+        "power_loss {}: {} ops, {} crash points, {images} images, {fell_back} at an older commit",
+        run.name,
         run.log.len(),
         run.crash_points().len()
     );
@@ -239,7 +273,7 @@ fn power_loss(mode: Durability, page_size: u32) -> (usize, usize) {
 #[test]
 fn power_loss_durable() {
     for ps in [512, 4096] {
-        let (images, fell_back) = power_loss(Durability::Durable, ps);
+        let (images, fell_back) = power_loss(&[Durability::Durable], ps);
         assert!(images > 20);
         // Some images lost part of the commit in flight and rolled back.
         assert!(fell_back > 0, "no image rolled back: the test is too weak");
@@ -249,7 +283,7 @@ fn power_loss_durable() {
 #[test]
 fn power_loss_no_meta_sync() {
     for ps in [512, 4096] {
-        let (images, fell_back) = power_loss(Durability::NoMetaSync, ps);
+        let (images, fell_back) = power_loss(&[Durability::NoMetaSync], ps);
         assert!(images > 20);
         assert!(
             fell_back > 0,
@@ -261,7 +295,23 @@ fn power_loss_no_meta_sync() {
 #[test]
 fn power_loss_safe_no_sync() {
     for ps in [512, 4096] {
-        let (images, _) = power_loss(Durability::SafeNoSync, ps);
+        let (images, _) = power_loss(&[Durability::SafeNoSync], ps);
+        assert!(images > 20);
+    }
+}
+
+/// Three environments on one file, one per mode, committing in turn: a
+/// `Durable` commit on top of unsynced ones (two syncs), `NoMetaSync`
+/// after `SafeNoSync`, syncs from either.
+#[test]
+fn power_loss_mixed_modes() {
+    let modes = [
+        Durability::Durable,
+        Durability::NoMetaSync,
+        Durability::SafeNoSync,
+    ];
+    for ps in [512, 4096] {
+        let (images, _) = power_loss(&modes, ps);
         assert!(images > 20);
     }
 }
