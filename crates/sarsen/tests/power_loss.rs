@@ -10,7 +10,7 @@
 //! id), checked with `Env::check`, compared with the model of the commit it
 //! opened at, which must be one the mode allows, written to, and reopened.
 //!
-//! `SARSEN_TEST_CASES` sets the random images per crash point (default 4),
+//! `SARSEN_TEST_CASES` sets the random images per crash point (default 8),
 //! `SARSEN_TEST_SCALE` multiplies the commits of the workload.
 
 mod common;
@@ -241,8 +241,8 @@ fn judge(run: &Run, image: &CrashImage, p: usize, what: &str) -> u64 {
 /// of images and how many opened at each distance from the newest allowed.
 fn power_loss(modes: &[Durability], page_size: u32) -> (usize, usize) {
     let (seed, _) = common::base_seed(&format!("power_loss {modes:?} {page_size}"));
-    let commits = 12 * common::scale();
-    let random = common::cases(4);
+    let commits = 24 * common::scale();
+    let random = common::cases(8);
     let run = workload(modes, page_size, commits, seed);
     let _f = common::OnFail(format!("SEED={seed}"));
     let mut images = 0;
