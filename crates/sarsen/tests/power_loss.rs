@@ -9,6 +9,10 @@
 //! 512-byte sectors). Each image is opened as after a reboot (another boot
 //! id), checked with `Env::check`, compared with the model of the commit it
 //! opened at, which must be one the mode allows, written to, and reopened.
+//! The session on the image is recorded too, and a second power loss is
+//! judged before each of its syncs (recovery's rewrite of rejected metas,
+//! the new commit, the sync at drop): the image must then open at the
+//! recovered commit or the new one, never at one rejected the first time.
 //!
 //! `SARSEN_TEST_CASES` sets the random images per crash point (default 8),
 //! `SARSEN_TEST_SCALE` multiplies the commits of the workload.
@@ -22,12 +26,14 @@ use std::path::Path;
 use crash_common::{apply_model, changes, commit, contents, diff, Model};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sarsen::fault::{crash_image, CrashImage, FaultPlan, Landing, Op};
+use sarsen::fault::{crash_image, crash_image_over, CrashImage, FaultPlan, Landing, Op};
 use sarsen::{Durability, Env, EnvOptions};
 
 /// The boot of the workload, and the boot after the power loss.
 const BOOT_RUN: [u8; 16] = [0xA1; 16];
 const BOOT_AFTER: [u8; 16] = [0xB2; 16];
+/// The boot after a second power loss.
+const BOOT_THIRD: [u8; 16] = [0xC4; 16];
 
 /// A call that wrote to the log: ops `start..end` are its.
 #[derive(Clone, Copy, Debug)]
@@ -209,11 +215,20 @@ impl Run {
     }
 }
 
-/// Opens one crash image and judges it. Returns the txnid it opened at.
-fn judge(run: &Run, image: &CrashImage, p: usize, what: &str) -> u64 {
+/// Opens one crash image and judges it, then runs one commit on it and
+/// judges a second power loss at each sync of that session. Returns the
+/// txnid it opened at and the number of second-crash images.
+fn judge(run: &Run, image: &CrashImage, p: usize, what: &str, seed: u64) -> (u64, usize) {
     let dir = tempfile::tempdir().unwrap();
     image.write_to(&dir.path().join("data.sdb")).unwrap();
-    let env = open(dir.path(), run.mode, run.page_size, BOOT_AFTER, None);
+    let plan = FaultPlan::recording();
+    let env = open(
+        dir.path(),
+        run.mode,
+        run.page_size,
+        BOOT_AFTER,
+        Some(plan.clone()),
+    );
     let when = format!("{} {what}", run.name);
     common::assert_check(&env, &when);
     let (t, got) = contents(&env);
@@ -226,15 +241,53 @@ fn judge(run: &Run, image: &CrashImage, p: usize, what: &str) -> u64 {
     assert!(got == *want, "{when}: txnid {t}: {}", diff(&got, want));
     // Writable, and the next commit survives a reopen.
     let extra = changes(t ^ 0x5eed, run.page_size, 30);
-    commit(&env, &extra).unwrap_or_else(|e| panic!("{when}: commit after recovery: {e}"));
-    let mut want = want.clone();
-    apply_model(&mut want, &extra);
+    let t2 = commit(&env, &extra).unwrap_or_else(|e| panic!("{when}: commit after recovery: {e}"));
+    let mut want2 = want.clone();
+    apply_model(&mut want2, &extra);
     drop(env);
     let env = open(dir.path(), run.mode, run.page_size, BOOT_AFTER, None);
     common::assert_check(&env, &format!("{when}, after a commit and reopen"));
     let (_, got) = contents(&env);
-    assert!(got == want, "{when}: after recovery: {}", diff(&got, &want));
-    t
+    assert!(
+        got == want2,
+        "{when}: after recovery: {}",
+        diff(&got, &want2)
+    );
+    drop(env);
+    // A second power loss during that session (recovery's rewrite of
+    // rejected metas, the commit, the sync at drop): the recovered commit
+    // or the new one, and never a commit rejected the first time.
+    let log = plan.log();
+    let mut points: Vec<usize> = (0..log.len())
+        .filter(|i| matches!(log[*i], Op::Sync { .. }))
+        .collect();
+    points.push(log.len());
+    for (i, &q) in points.iter().enumerate() {
+        let second = crash_image_over(
+            image,
+            &log,
+            q,
+            Landing::Random(common::mix(seed ^ q as u64)),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        second.write_to(&dir.path().join("data.sdb")).unwrap();
+        let env = open(dir.path(), run.mode, run.page_size, BOOT_THIRD, None);
+        let when = format!("{when}, second crash before op {q}");
+        common::assert_check(&env, &when);
+        let (t3, got) = contents(&env);
+        let ok = if i + 1 == points.len() {
+            t3 == t2
+        } else {
+            t3 == t || t3 == t2
+        };
+        assert!(
+            ok,
+            "{when}: opened at {t3}, recovered {t}, then committed {t2}"
+        );
+        let want = if t3 == t { want } else { &want2 };
+        assert!(got == *want, "{when}: txnid {t3}: {}", diff(&got, want));
+    }
+    (t, points.len())
 }
 
 /// Builds and judges every crash image of one workload. Returns the number
@@ -247,6 +300,7 @@ fn power_loss(modes: &[Durability], page_size: u32) -> (usize, usize) {
     let _f = common::OnFail(format!("SEED={seed}"));
     let mut images = 0;
     let mut fell_back = 0;
+    let mut second = 0;
     for p in run.crash_points() {
         let mut landings = vec![Landing::Nothing, Landing::Everything];
         landings.extend(
@@ -254,15 +308,17 @@ fn power_loss(modes: &[Durability], page_size: u32) -> (usize, usize) {
         );
         for l in landings {
             let image = crash_image(&run.log, p, l);
-            let t = judge(&run, &image, p, &format!("crash before op {p}, {l:?}"));
+            let what = format!("crash before op {p}, {l:?}");
+            let (t, n) = judge(&run, &image, p, &what, seed ^ images as u64);
             images += 1;
+            second += n;
             if Some(&t) != run.allowed(p).last() {
                 fell_back += 1;
             }
         }
     }
     eprintln!(
-        "power_loss {}: {} ops, {} crash points, {images} images, {fell_back} at an older commit",
+        "power_loss {}: {} ops, {} crash points, {images} images, {fell_back} at an older commit; {second} second-crash images",
         run.name,
         run.log.len(),
         run.crash_points().len()

@@ -306,9 +306,20 @@ impl CrashImage {
 /// extends the file. A crash just before the sync at index `i` is
 /// `crash_image(log, i, ..)`.
 pub fn crash_image(log: &[Op], upto: usize, landing: Landing) -> CrashImage {
+    crash_image_over(&CrashImage::default(), log, upto, landing)
+}
+
+/// As [`crash_image`], for a log that began with the file holding `base`
+/// (durable): a second power loss after a first one, say.
+pub fn crash_image_over(
+    base: &CrashImage,
+    log: &[Op],
+    upto: usize,
+    landing: Landing,
+) -> CrashImage {
     let ops = &log[..upto.min(log.len())];
     let last_sync = ops.iter().rposition(|o| matches!(o, Op::Sync { .. }));
-    let mut image = CrashImage::default();
+    let mut image = base.clone();
     let pending_from = match last_sync {
         Some(i) => {
             for o in &ops[..i] {
