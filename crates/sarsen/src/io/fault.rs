@@ -367,3 +367,65 @@ pub fn crash_image_over(
     }
     image
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(offset: u64, byte: u8, len: usize) -> Op {
+        Op::Write {
+            offset,
+            data: vec![byte; len],
+        }
+    }
+
+    #[test]
+    fn synced_writes_stay_later_ones_land_by_landing() {
+        let log = vec![w(0, 1, 1024), Op::Sync { len: 4096 }, w(512, 2, 1536)];
+        let none = crash_image(&log, 3, Landing::Nothing);
+        assert_eq!(none.len, 4096);
+        assert_eq!(none.data, vec![1; 1024]);
+        let all = crash_image(&log, 3, Landing::Everything);
+        assert_eq!(&all.data[..512], &[1; 512][..]);
+        assert_eq!(&all.data[512..2048], &[2; 1536][..]);
+        // Cut before the sync: nothing is durable, the length is not either.
+        let early = crash_image(&log, 1, Landing::Nothing);
+        assert_eq!((early.len, early.data.len()), (0, 0));
+    }
+
+    #[test]
+    fn torn_writes_land_in_whole_sectors() {
+        let log = vec![Op::Sync { len: 0 }, w(0, 7, 8 * SECTOR as usize)];
+        let mut torn = 0;
+        for seed in 0..64 {
+            let img = crash_image(&log, 2, Landing::Random(seed));
+            let data = &img.data;
+            for s in data.chunks(SECTOR as usize) {
+                assert!(s.iter().all(|b| *b == 7) || s.iter().all(|b| *b == 0));
+            }
+            let landed = data.chunks(SECTOR as usize).filter(|s| s[0] == 7).count();
+            torn += usize::from(landed > 0 && landed < 8);
+        }
+        assert!(torn > 0, "no seed tore the write");
+    }
+
+    #[test]
+    fn faults_fire_at_the_nth_operation_of_their_kind() {
+        let plan = FaultPlan::recording();
+        let ok = |_: &[&[u8]], _: u64| Ok(());
+        plan.fail(Fault {
+            kind: OpKind::Write,
+            nth: 1,
+            errno: libc::ENOSPC,
+            torn: false,
+            sticky: false,
+        });
+        assert!(plan.sync(|| Ok(0)).is_ok());
+        assert!(plan.write("pwrite", &[b"a"], 0, ok).is_ok());
+        let e = plan.write("pwrite", &[b"b"], 0, ok).unwrap_err();
+        assert!(matches!(e, Error::DiskFull { .. }));
+        assert!(plan.write("pwrite", &[b"c"], 0, ok).is_ok());
+        assert_eq!((plan.fired(), plan.writes(), plan.syncs()), (1, 3, 1));
+        assert_eq!(plan.log_len(), 3); // the sync and two writes
+    }
+}
