@@ -64,10 +64,16 @@ pub fn run(a: &Args) -> Result<ExitCode, String> {
 fn print_readers(env: &sarsen::Env) -> Result<(), String> {
     let readers = env.readers().map_err(|e| e.to_string())?;
     println!("Readers ({} slots claimed)", readers.len());
-    println!("  {:>10} {:>8} {:>20} {:>10}", "pid", "thread", "txnid", "lag");
+    println!(
+        "  {:>10} {:>8} {:>20} {:>10}",
+        "pid", "thread", "txnid", "lag"
+    );
     for r in readers {
         let txnid = r.txnid.map_or("-".to_string(), |t| t.to_string());
-        println!("  {:>10} {:>8} {:>20} {:>10}", r.pid, r.thread, txnid, r.lag);
+        println!(
+            "  {:>10} {:>8} {:>20} {:>10}",
+            r.pid, r.thread, txnid, r.lag
+        );
     }
     Ok(())
 }

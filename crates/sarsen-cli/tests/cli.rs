@@ -97,7 +97,10 @@ fn stat_prints_what_the_library_reports() {
         .lines()
         .find(|l| l.split_whitespace().next() == Some(me.as_str()))
         .unwrap_or_else(|| panic!("no reader line for pid {me}: {out}"));
-    assert_eq!(line.split_whitespace().nth(2), Some(held.txnid().to_string().as_str()));
+    assert_eq!(
+        line.split_whitespace().nth(2),
+        Some(held.txnid().to_string().as_str())
+    );
 }
 
 #[test]

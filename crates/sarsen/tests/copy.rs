@@ -66,7 +66,9 @@ fn copies_taken_beside_a_writer_equal_a_committed_state() {
                     match rng.random_range(0..4) {
                         0 => drop(w.delete(main, &k).unwrap()),
                         1 => w.merge(main, &k, &3u64.to_le_bytes()).unwrap(),
-                        2 => w.put(side, &k, &vec![7; rng.random_range(0..3000)]).unwrap(),
+                        2 => w
+                            .put(side, &k, &vec![7; rng.random_range(0..3000)])
+                            .unwrap(),
                         _ => drop(w.delete(side, &k).unwrap()),
                     }
                 }
@@ -104,7 +106,10 @@ fn copies_taken_beside_a_writer_equal_a_committed_state() {
         // The merge operator's name came along: another one is refused.
         let mut w = copy.write_txn().unwrap();
         let e = w.open_db_with(None, &DbOptions::new().merge_operator(Max));
-        assert!(matches!(e, Err(Error::MergeOperatorMismatch { .. })), "{e:?}");
+        assert!(
+            matches!(e, Err(Error::MergeOperatorMismatch { .. })),
+            "{e:?}"
+        );
         let db = w
             .open_db_with(None, &DbOptions::new().merge_operator(Uint64Add))
             .unwrap()
@@ -140,7 +145,10 @@ fn a_compact_copy_is_no_larger_and_the_destination_must_be_free() {
         full.bytes
     );
     assert_eq!(compact.entries, 2000);
-    assert_eq!(contents(&open(&base.path().join("compact"))), contents(&env));
+    assert_eq!(
+        contents(&open(&base.path().join("compact"))),
+        contents(&env)
+    );
     // A directory that holds a database is refused, and left as it was.
     let again = env.copy_to(base.path().join("full"));
     assert!(matches!(again, Err(Error::InvalidArgument(_))), "{again:?}");
