@@ -125,6 +125,7 @@ pub struct EnvOptions {
     max_readers: u32,
     max_dbs: u32,
     read_only: bool,
+    exclusive: bool,
     read_ahead: bool,
     write_map: bool,
     boot_id: Option<[u8; 16]>,
@@ -143,6 +144,7 @@ impl Default for EnvOptions {
             max_readers: 126,
             max_dbs: 128,
             read_only: false,
+            exclusive: false,
             read_ahead: true,
             write_map: false,
             boot_id: None,
@@ -212,9 +214,24 @@ impl EnvOptions {
     }
 
     /// Open without write access; [`Env::write_txn`] then returns
-    /// [`Error::ReadOnly`]. The file must exist.
+    /// [`Error::ReadOnly`]. The file must exist. Other processes may write
+    /// meanwhile; this one's readers see each commit as usual. If the lock
+    /// file cannot be opened for writing (a read-only file system, or no
+    /// permission), the reader table is kept in this process's memory
+    /// instead: no process can be writing then (libmdbx opens such a
+    /// database the same way).
     pub fn read_only(mut self, yes: bool) -> Self {
         self.read_only = yes;
+        self
+    }
+
+    /// Exclusive use (libmdbx's `MDBX_EXCLUSIVE`): the open fails with
+    /// [`Error::Busy`] if another process has the environment open, and
+    /// while this `Env` lives, other processes' opens fail with
+    /// [`Error::Busy`]. Default off. Environments of the same process are
+    /// other openers too.
+    pub fn exclusive(mut self, yes: bool) -> Self {
+        self.exclusive = yes;
         self
     }
 
@@ -357,7 +374,12 @@ impl Env {
         let file = DataFile::open(&data_path, o.read_only, true)?;
         #[cfg(feature = "fault-injection")]
         let file = file.with_faults(o.fault.clone());
-        let (lock, opened) = LockFile::open(&lock_path, o.max_readers)?;
+        let (lock, opened) = match LockFile::open(&lock_path, o.max_readers, o.exclusive) {
+            Err(Error::Io { source, .. }) if o.read_only && lock_unwritable(&source) => {
+                (LockFile::private(o.max_readers)?, Opened::First)
+            }
+            r => r?,
+        };
         let boot_id = o.boot_id.unwrap_or_else(boot_id);
         if file.len()? == 0 {
             if o.read_only {
@@ -808,6 +830,15 @@ impl Drop for Env {
         }
         self.lock.free_slots(self.pid, self.uid);
     }
+}
+
+/// Whether opening the lock file failed for want of write access (a
+/// read-only file system, or permissions).
+fn lock_unwritable(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
+    )
 }
 
 /// Writes the first meta page of a new file.

@@ -85,6 +85,12 @@ pub enum Error {
         /// Number of reader slots.
         max: u32,
     },
+    /// The environment is opened exclusively by another opener, or an
+    /// exclusive open found it open elsewhere
+    /// ([`EnvOptions::exclusive`](crate::EnvOptions::exclusive); libmdbx's
+    /// `MDBX_BUSY`).
+    #[error("environment is in use: opened exclusively, or open elsewhere for an exclusive open")]
+    Busy,
     /// A write was attempted on an environment opened read-only.
     #[error("environment is opened read-only")]
     ReadOnly,

@@ -98,6 +98,11 @@ fn multi_process_child() {
             assert!(refused, "a read-only environment began a write");
             println!("write refused");
         }
+        "try_open" => match open(dir, false) {
+            Ok(_) => println!("open ok"),
+            Err(Error::Busy) => println!("open busy"),
+            Err(e) => panic!("open failed: {e}"),
+        },
         other => panic!("unknown mode {other}"),
     }
 }
@@ -248,4 +253,35 @@ fn a_read_only_process_reads_committed_data_and_cannot_write() {
     let said: Vec<&String> = lines.iter().filter(|l| want.contains(l)).collect();
     assert_eq!(said, [&want[0], &want[1]], "{lines:?}");
     w.abort();
+}
+
+fn exclusive(dir: &Path) -> sarsen::Result<Env> {
+    // SAFETY: as in `open`.
+    unsafe { EnvOptions::new().exclusive(true).open(dir) }
+}
+
+/// What a child process got when it tried to open the environment.
+fn child_open(dir: &Path) -> String {
+    let lines = finish(spawn(dir, "try_open", 0));
+    lines.into_iter().find(|l| l.starts_with("open ")).unwrap()
+}
+
+#[test]
+fn an_exclusive_open_keeps_others_out_and_needs_the_environment_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = open(dir.path(), false).unwrap();
+    assert!(matches!(exclusive(dir.path()), Err(Error::Busy)));
+    drop(shared);
+    let ex = exclusive(dir.path()).unwrap();
+    let mut w = ex.write_txn().unwrap();
+    w.put(ex.main_db(), b"k", b"v").unwrap();
+    w.commit().unwrap();
+    assert_eq!(child_open(dir.path()), "open busy");
+    assert!(matches!(open(dir.path(), false), Err(Error::Busy)));
+    assert!(matches!(open(dir.path(), true), Err(Error::Busy)));
+    drop(ex);
+    assert_eq!(child_open(dir.path()), "open ok");
+    let env = open(dir.path(), false).unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.get(env.main_db(), b"k").unwrap(), Some(&b"v"[..]));
 }

@@ -34,7 +34,10 @@
 //! Locks (`F_OFD_SETLK*`, so they belong to this open file description and
 //! vanish when the process dies): byte 0 is the writer lock, byte 1 the
 //! liveness lock (shared by every opener; exclusive only to the first opener,
-//! which then resets the table), and byte `2^32 + pid` a shared lock each
+//! which then resets the table), byte 2 the sharing lock (shared by every
+//! opener for its life; exclusive for an `exclusive` opener, which so
+//! refuses to start while others have the environment open and keeps them
+//! out while it does), and byte `2^32 + pid` a shared lock each
 //! opener holds for its process, far past the end of the file. A reader
 //! slot whose pid has no lock on its byte belongs to a dead process and is
 //! reclaimed (LMDB's `mdb_reader_check`, which locks byte `pid` the same way).
@@ -80,9 +83,12 @@ pub(crate) struct WriterShared {
     pub current_steady: bool,
 }
 
-/// The mapped lock file.
+/// The mapped lock file, or (for a read-only open on a read-only file
+/// system) a private table in anonymous memory.
 pub(crate) struct LockFile {
-    file: File,
+    /// `None` for a private table: no other process shares it, and no
+    /// process can write the database (the file system is read-only).
+    file: Option<File>,
     ptr: NonNull<u8>,
     len: usize,
     slots: u32,
@@ -106,7 +112,11 @@ impl LockFile {
     /// header and the reader table are reset and `Opened::First` returned,
     /// and the caller must call [`LockFile::publish`] and then
     /// [`LockFile::downgrade`]), otherwise shared.
-    pub(crate) fn open(path: &Path, max_readers: u32) -> Result<(LockFile, Opened)> {
+    pub(crate) fn open(
+        path: &Path,
+        max_readers: u32,
+        exclusive: bool,
+    ) -> Result<(LockFile, Opened)> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -116,6 +126,16 @@ impl LockFile {
             .open(path)
             .map_err(|e| Error::io("open lock file", e))?;
         let fd = file.as_raw_fd();
+        // The sharing byte first: an exclusive opener needs it alone, every
+        // other opener holds it shared, so neither waits for the other.
+        let share = if exclusive {
+            libc::F_WRLCK
+        } else {
+            libc::F_RDLCK
+        };
+        if !ofd_lock(fd, 2, share, false)? {
+            return Err(Error::Busy);
+        }
         // The first opener writes the magic only once it has published the
         // snapshot (in `downgrade`). A joiner that finds no magic was let in
         // by a first opener that died or failed half-way: it lets go and
@@ -172,7 +192,7 @@ impl LockFile {
         let ptr = NonNull::new(p as *mut u8)
             .ok_or_else(|| Error::io("mmap lock", std::io::Error::other("null mapping")))?;
         let lock = LockFile {
-            file,
+            file: Some(file),
             ptr,
             len,
             slots,
@@ -193,23 +213,68 @@ impl LockFile {
         }
     }
 
+    /// A table in private anonymous memory, for a read-only environment
+    /// whose lock file cannot be opened for writing (a read-only file
+    /// system, or no permission). Nothing can write the database then, so
+    /// no process needs to see this one's readers. The caller publishes the
+    /// snapshot, as a first opener does.
+    pub(crate) fn private(max_readers: u32) -> Result<LockFile> {
+        let len = HEADER + SLOT * max_readers as usize;
+        // SAFETY: a fresh private anonymous read-write mapping of `len`
+        // bytes (zero-filled), owned by the returned value alone.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::io("mmap lock", std::io::Error::last_os_error()));
+        }
+        let ptr = NonNull::new(p as *mut u8)
+            .ok_or_else(|| Error::io("mmap lock", std::io::Error::other("null mapping")))?;
+        let lock = LockFile {
+            file: None,
+            ptr,
+            len,
+            slots: max_readers,
+        };
+        lock.word(8).store(
+            u64::from(VERSION) | (u64::from(max_readers) << 32),
+            Ordering::Relaxed,
+        );
+        Ok(lock)
+    }
+
     /// After the first opener has published the initial snapshot: lets other
     /// processes in (exclusive liveness lock becomes shared).
     /// The magic is written here, last, so that a joiner never trusts a
     /// table whose snapshot was not published.
     pub(crate) fn downgrade(&self) -> Result<()> {
         self.word(0).store(MAGIC, Ordering::Release);
-        ofd_lock(self.file.as_raw_fd(), 1, libc::F_RDLCK, true).map(|_| ())
+        match &self.file {
+            Some(f) => ofd_lock(f.as_raw_fd(), 1, libc::F_RDLCK, true).map(|_| ()),
+            None => Ok(()),
+        }
     }
 
     /// Takes the cross-process writer lock, waiting for it.
     pub(crate) fn lock_writer(&self) -> Result<()> {
-        ofd_lock(self.file.as_raw_fd(), 0, libc::F_WRLCK, true).map(|_| ())
+        match &self.file {
+            Some(f) => ofd_lock(f.as_raw_fd(), 0, libc::F_WRLCK, true).map(|_| ()),
+            None => Err(Error::ReadOnly),
+        }
     }
 
     /// Releases the writer lock.
     pub(crate) fn unlock_writer(&self) {
-        let _ = ofd_lock(self.file.as_raw_fd(), 0, libc::F_UNLCK, false);
+        if let Some(f) = &self.file {
+            let _ = ofd_lock(f.as_raw_fd(), 0, libc::F_UNLCK, false);
+        }
     }
 
     /// The 8-byte word at byte `off` of the mapping.
@@ -446,7 +511,11 @@ impl LockFile {
 
     /// Whether process `pid` has the environment open (holds its liveness byte).
     fn pid_alive(&self, pid: u32) -> Result<bool> {
-        ofd_held(self.file.as_raw_fd(), pid_byte(pid))
+        match &self.file {
+            Some(f) => ofd_held(f.as_raw_fd(), pid_byte(pid)),
+            // A private table holds this process's slots only.
+            None => Ok(true),
+        }
     }
 
     /// Frees every slot whose process is dead (LMDB's `mdb_reader_check`).
