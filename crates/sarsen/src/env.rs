@@ -84,23 +84,6 @@ pub struct EnvInfo {
     pub gc_pages: u64,
 }
 
-/// One slot of the reader table (LMDB's `mdb_reader_list` line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ReaderInfo {
-    /// Process that owns the slot.
-    pub pid: u32,
-    /// Number of the thread that last used it, unique within its process
-    /// (not the OS thread id).
-    pub thread: u64,
-    /// Txnid of the snapshot being read, `None` if no read transaction is
-    /// using the slot now.
-    pub txnid: Option<u64>,
-    /// Commits made since that snapshot (0 when idle): the snapshot pins
-    /// the pages those commits freed.
-    pub lag: u64,
-}
-
 /// How to open an environment. Builder methods take and return `self`.
 ///
 /// ```
@@ -126,6 +109,7 @@ pub struct EnvOptions {
     max_dbs: u32,
     read_only: bool,
     exclusive: bool,
+    slow_readers: Option<crate::readers::SlowReaders>,
     read_ahead: bool,
     write_map: bool,
     boot_id: Option<[u8; 16]>,
@@ -145,6 +129,7 @@ impl Default for EnvOptions {
             max_dbs: 128,
             read_only: false,
             exclusive: false,
+            slow_readers: None,
             read_ahead: true,
             write_map: false,
             boot_id: None,
@@ -222,6 +207,55 @@ impl EnvOptions {
     /// database the same way).
     pub fn read_only(mut self, yes: bool) -> Self {
         self.read_only = yes;
+        self
+    }
+
+    /// Reports readers that lag `lag` or more commits behind (libmdbx's
+    /// Handle-Slow-Readers callback): at the start of a write transaction,
+    /// if the oldest reader's snapshot is that far behind, `handler` gets
+    /// its pid, thread, txnid, lag and the pages it keeps from reuse, once
+    /// per snapshot. It returns [`SlowReaderAction::Keep`](crate::SlowReaderAction::Keep)
+    /// to let the file grow, or, having ended the reader's process,
+    /// [`SlowReaderAction::Retry`](crate::SlowReaderAction::Retry) to have
+    /// the writer free dead processes' slots and look again. Sarsen never
+    /// ends a reader itself. The handler runs with the writer lock held: it
+    /// must not begin a write transaction on this environment. Default: no
+    /// handler.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    /// use sarsen::{EnvOptions, SlowReaderAction};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let worst = Arc::new(AtomicU64::new(0));
+    /// let w2 = Arc::clone(&worst);
+    /// let env = unsafe {
+    ///     EnvOptions::new()
+    ///         .slow_reader_handler(3, move |r| {
+    ///             w2.fetch_max(r.lag, Ordering::Relaxed);
+    ///             SlowReaderAction::Keep
+    ///         })
+    ///         .open(dir.path())?
+    /// };
+    /// let old = env.read_txn()?;
+    /// for i in 0..5u32 {
+    ///     let mut w = env.write_txn()?;
+    ///     w.put(env.main_db(), &i.to_be_bytes(), b"v")?;
+    ///     w.commit()?;
+    /// }
+    /// assert_eq!(worst.load(Ordering::Relaxed), 3);
+    /// drop(old);
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn slow_reader_handler(
+        mut self,
+        lag: u64,
+        handler: impl Fn(&crate::SlowReader) -> crate::SlowReaderAction + Send + Sync + 'static,
+    ) -> Self {
+        self.slow_readers = Some(crate::readers::SlowReaders {
+            lag: lag.max(1),
+            handler: std::sync::Arc::new(handler),
+        });
         self
     }
 
@@ -326,6 +360,7 @@ pub struct Env {
     pub(crate) growth_pgno: Pgno,
     pub(crate) durability: Durability,
     pub(crate) read_only: bool,
+    pub(crate) slow_readers: Option<crate::readers::SlowReaders>,
     pub(crate) uid: u64,
     pub(crate) pid: u32,
     pub(crate) boot_id: [u8; 16],
@@ -419,6 +454,7 @@ impl Env {
             growth_pgno,
             durability: o.durability,
             read_only: o.read_only,
+            slow_readers: o.slow_readers.clone(),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             pid: std::process::id(),
             boot_id,
@@ -781,13 +817,13 @@ impl Env {
     /// assert!(readers.iter().any(|x| x.pid == me && x.txnid == Some(r.txnid()) && x.lag == 0));
     /// # Ok::<(), sarsen::Error>(())
     /// ```
-    pub fn readers(&self) -> Result<Vec<ReaderInfo>> {
+    pub fn readers(&self) -> Result<Vec<crate::ReaderInfo>> {
         let last = self.lock.published_txnid();
         Ok(self
             .lock
             .reader_slots()
             .into_iter()
-            .map(|(pid, thread, t)| ReaderInfo {
+            .map(|(pid, thread, t)| crate::ReaderInfo {
                 pid,
                 thread,
                 txnid: (t != 0).then_some(t),

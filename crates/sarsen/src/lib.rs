@@ -47,15 +47,17 @@ mod error;
 mod io;
 pub mod merge;
 mod page;
+mod readers;
 mod txn;
 
 pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};
 pub use copy::CopyInfo;
 pub use cursor::{Cursor, Entry, Iter};
 pub use db::{Database, DbOptions, Stat};
-pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry, ReaderInfo};
+pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
 pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};
+pub use readers::{ReaderInfo, SlowReader, SlowReaderAction, SlowReaderHandler};
 pub use txn::{RoTxn, RwTxn};
 
 /// Test-only storage seam (cargo feature `fault-injection`): fail writes

@@ -143,3 +143,53 @@ fn a_full_reader_table_makes_room_by_freeing_dead_slots() {
     let t = std::thread::scope(|s| s.spawn(|| env.read_txn().map(|r| r.txnid())).join());
     assert_eq!(t.unwrap().unwrap(), r1.txnid());
 }
+
+#[test]
+fn the_slow_reader_handler_is_told_once_and_may_end_the_reader() {
+    use sarsen::SlowReaderAction;
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path());
+        fill(&env, 0);
+    }
+    let child = Arc::new(Mutex::new(None::<Child>));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (c2, s2) = (Arc::clone(&child), Arc::clone(&seen));
+    // SAFETY: as in `open`.
+    let env = unsafe {
+        EnvOptions::new()
+            .max_readers(3)
+            .slow_reader_handler(4, move |r| {
+                s2.lock().unwrap().push(*r);
+                // End the reader's process, as an operator's handler might.
+                if let Some(c) = c2.lock().unwrap().take() {
+                    kill(c);
+                }
+                SlowReaderAction::Retry
+            })
+            .open(dir.path())
+    }
+    .unwrap();
+    let kid = spawn_child(dir.path());
+    let kid_pid = kid.id();
+    *child.lock().unwrap() = Some(kid);
+    let snapshot = env.read_txn().unwrap().txnid();
+    for round in 1..=10 {
+        fill(&env, round);
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "one report per snapshot: {seen:?}");
+    let r = seen[0];
+    assert_eq!((r.pid, r.txnid, r.lag), (kid_pid, snapshot, 4));
+    assert!(r.pinned_pages > 0, "four rewrites freed pages: {r:?}");
+    // Retry freed the dead process's slots at once.
+    assert!(env.readers().unwrap().iter().all(|x| x.pid != kid_pid));
+    // With the reader gone, rewrites reuse pages.
+    let settled = env.info().unwrap().next_pgno;
+    for round in 11..20 {
+        fill(&env, round);
+    }
+    assert_eq!(env.info().unwrap().next_pgno, settled);
+}

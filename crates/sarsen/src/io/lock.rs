@@ -496,6 +496,16 @@ impl LockFile {
         Ok(self.scan_oldest().0)
     }
 
+    /// The slot of the oldest active snapshot: (pid, thread tag, txnid).
+    pub(crate) fn oldest_slot(&self) -> Option<(u32, u64, u64)> {
+        let i = self.scan_oldest().1?;
+        Some((
+            self.slot_pid(i).load(Ordering::Acquire),
+            self.slot_tid(i).load(Ordering::Relaxed),
+            self.slot_txnid(i).load(Ordering::Acquire),
+        ))
+    }
+
     /// The oldest active snapshot txnid and its slot.
     fn scan_oldest(&self) -> (Option<u64>, Option<u32>) {
         let high = (self.high_water().load(Ordering::SeqCst) as u32).min(self.slots);

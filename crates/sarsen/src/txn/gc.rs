@@ -31,6 +31,19 @@ pub(crate) fn key_txnid(k: &[u8]) -> Option<u64> {
     (k.len() == 12).then(|| u64::from_be_bytes(k[..8].try_into().unwrap_or_default()))
 }
 
+/// Pages listed in GC records of commits after `txnid`: those a reader of
+/// snapshot `txnid` keeps from reuse.
+pub(crate) fn pages_after(w: &Writer, map: &Map, txnid: u64) -> Result<u64> {
+    let mut c = RawCursor::new(AnySource::Write(w.source(map)), w.gc);
+    let mut n = 0;
+    let mut e = c.seek(&key(txnid.saturating_add(1), 0))?;
+    while let Some((_, v)) = e {
+        n += v.len() as u64 / 4;
+        e = c.next()?;
+    }
+    Ok(n)
+}
+
 /// Page numbers one record chunk holds at this page size.
 fn chunk_capacity(w: &Writer) -> usize {
     (w.layout.max_key + crate::page::node::OVERFLOW_REF - 12) / 4

@@ -366,16 +366,7 @@ impl<'env> RwTxn<'env> {
         let p = env.lock.published();
         let ws = env.lock.writer_shared();
         let last = p.txnid;
-        let mut bound = env
-            .lock
-            .oldest_reader(env.pid)?
-            .map_or(last, |o| o.min(last));
-        if env.durability != crate::Durability::NoSync {
-            // Keep the last durable commit intact until a newer one is.
-            bound = bound.min(ws.durable_txnid);
-        }
         w.txnid = last + 1;
-        w.gc_bound = bound;
         w.next_pgno = p.next_pgno as u32;
         w.file_pgno = p.next_pgno as u32;
         w.upper_pgno = env.upper_pgno;
@@ -383,6 +374,20 @@ impl<'env> RwTxn<'env> {
         w.gc = DbRecord::from_words(&p.gc);
         w.catalog = DbRecord::from_words(&p.catalog);
         w.main = DbRecord::from_words(&p.main);
+        // After the trees are set: the slow-reader handler reads the GC.
+        let oldest = match crate::readers::oldest_after_handler(env, &mut w, last) {
+            Ok(o) => o,
+            Err(e) => {
+                env.lock.unlock_writer();
+                return Err(e);
+            }
+        };
+        let mut bound = oldest.map_or(last, |o| o.min(last));
+        if env.durability != crate::Durability::NoSync {
+            // Keep the last durable commit intact until a newer one is.
+            bound = bound.min(ws.durable_txnid);
+        }
+        w.gc_bound = bound;
         Ok(RwTxn {
             env,
             w,

@@ -71,6 +71,9 @@ pub(crate) struct Writer {
     pub scratch: Vec<u8>,
     /// Buffer for merge results and catalog entries.
     pub merge_buf: Vec<u8>,
+    /// The last snapshot reported to the slow-reader handler (pid, txnid):
+    /// each is reported once. Kept across transactions.
+    pub slow_reported: Option<(u32, u64)>,
     /// The rightmost path of the tree with this root, left by a put that
     /// appended there (see `insert::append_path`). Cleared by any other
     /// change to that tree.
@@ -99,6 +102,7 @@ impl Writer {
             dbs: Vec::new(),
             scratch: Vec::new(),
             merge_buf: Vec::new(),
+            slow_reported: None,
             append_hint: None,
         }
     }
