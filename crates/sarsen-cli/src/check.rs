@@ -17,7 +17,10 @@ pub struct Args {
 /// Runs the check; exit code 1 if it found problems.
 pub fn run(a: &Args) -> Result<ExitCode, String> {
     let env = a.db.open()?;
-    let r = env.check().map_err(|e| e.to_string())?;
+    let progress = crate::progress::Progress::busy("checking");
+    let r = env.check().map_err(|e| e.to_string());
+    progress.finish();
+    let r = r?;
     if !a.quiet {
         println!(
             "txnid {}, page size {} B, {} pages: {} in trees, {} free, 3 meta",

@@ -22,12 +22,15 @@ pub struct Args {
 /// Copies the newest snapshot of the database while writers go on.
 pub fn run(a: &Args) -> Result<ExitCode, String> {
     let env = a.db.open()?;
+    let progress = crate::progress::Progress::busy("copying");
     let info = if a.compact {
         env.compact_copy_to(&a.dest)
     } else {
         env.copy_to(&a.dest)
     }
-    .map_err(|e| format!("copy to {}: {e}", a.dest.display()))?;
+    .map_err(|e| format!("copy to {}: {e}", a.dest.display()));
+    progress.finish();
+    let info = info?;
     println!(
         "copied txnid {} to {}: {} bytes",
         info.txnid,

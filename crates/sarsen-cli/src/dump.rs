@@ -117,10 +117,13 @@ fn dump_section(
     let werr = |e: io::Error| format!("writing output: {e}");
     text::write_header(out, header).map_err(werr)?;
     let mut buf = Vec::new();
+    let progress = crate::progress::Progress::new("dump", "entries");
     for entry in txn.iter(db).map_err(|e| e.to_string())? {
         let (k, v) = entry.map_err(|e| e.to_string())?;
         text::write_item(out, header.format, k, &mut buf).map_err(werr)?;
         text::write_item(out, header.format, v, &mut buf).map_err(werr)?;
+        progress.inc();
     }
+    progress.finish();
     out.write_all(b"DATA=END\n").map_err(werr)
 }

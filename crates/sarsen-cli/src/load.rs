@@ -148,7 +148,9 @@ fn load_db(
     let db = txn.create_db(name).map_err(|e| failed(name_line, e))?;
     let (mut key, mut value) = (Vec::new(), Vec::new());
     let mut batch = 0;
+    let progress = crate::progress::Progress::new("load", "entries");
     while let Some(line) = next(&mut key, &mut value)? {
+        progress.inc();
         if a.no_overwrite
             && txn
                 .get(db, &key)
@@ -169,5 +171,6 @@ fn load_db(
             batch = 0;
         }
     }
+    progress.finish();
     txn.commit().map_err(|e| failed(None, e))
 }

@@ -12,6 +12,7 @@ mod drop;
 mod dump;
 mod load;
 mod open;
+mod progress;
 mod stat;
 mod text;
 
