@@ -312,6 +312,38 @@ impl<'txn> Cursor<'txn> {
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'txn>>> {
         self.raw.seek(key)
     }
+    /// Whether the cursor stands on an entry (libmdbx's
+    /// `mdbx_cursor_on_first`/`on_last` need one; `false` before the first
+    /// move and after moving past either end).
+    pub fn is_positioned(&self) -> bool {
+        self.raw.pos == Pos::At && self.raw.depth > 0
+    }
+
+    /// Whether the cursor stands on the first entry (libmdbx's
+    /// `mdbx_cursor_on_first`).
+    pub fn is_first(&self) -> Result<bool> {
+        if !self.is_positioned() {
+            return Ok(false);
+        }
+        Ok(self.raw.clone().prev()?.is_none())
+    }
+
+    /// Whether the cursor stands on the last entry (libmdbx's
+    /// `mdbx_cursor_on_last`).
+    pub fn is_last(&self) -> Result<bool> {
+        if !self.is_positioned() {
+            return Ok(false);
+        }
+        Ok(self.raw.clone().next()?.is_none())
+    }
+
+    /// Whether the cursor has moved past the last entry (libmdbx's
+    /// `mdbx_cursor_eof`; also after `seek` found no key at or above its
+    /// argument). `prev` then returns the last entry.
+    pub fn is_past_end(&self) -> bool {
+        self.raw.pos == Pos::PastEnd
+    }
+
     /// Moves to `key` and returns its value, or `None` if absent (the
     /// cursor then stands on the next larger key). `MDB_SET_KEY`.
     pub fn seek_exact(&mut self, key: &[u8]) -> Result<Option<&'txn [u8]>> {

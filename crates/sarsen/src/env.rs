@@ -82,6 +82,9 @@ pub struct EnvInfo {
     pub max_readers: u32,
     /// Pages recorded free in the GC tree (reusable now or once readers move on).
     pub gc_pages: u64,
+    /// Txnid of the oldest snapshot any reader holds (in any process), if
+    /// one is open: pages freed after it cannot be reused yet.
+    pub oldest_reader_txnid: Option<u64>,
 }
 
 /// How to open an environment. Builder methods take and return `self`.
@@ -834,6 +837,8 @@ impl Env {
 
     /// Geometry, txnids, readers and free pages.
     pub fn info(&self) -> Result<EnvInfo> {
+        // Before this call's own snapshot, which would count as a reader.
+        let oldest = self.lock.oldest_slot().map(|(_, _, t)| t);
         let txn = self.read_txn()?;
         let gc_pages = txn.gc_pages()?;
         let ws = self.lock.writer_shared();
@@ -850,6 +855,7 @@ impl Env {
             durable_txnid: ws.durable_txnid,
             next_pgno: txn.next_pgno(),
             readers_used: self.lock.readers_used(),
+            oldest_reader_txnid: oldest,
             max_readers: self.lock.slots(),
             gc_pages,
         })

@@ -85,6 +85,11 @@ pub enum Error {
         /// Number of reader slots.
         max: u32,
     },
+    /// [`RwTxn::append`](crate::RwTxn::append) of a key that is not greater
+    /// than the database's last key (LMDB's `MDB_APPEND` returns
+    /// `MDB_KEYEXIST`). Nothing was written.
+    #[error("append of a key not greater than the last key")]
+    KeyNotGreater,
     /// The environment is opened exclusively by another opener, or an
     /// exclusive open found it open elsewhere
     /// ([`EnvOptions::exclusive`](crate::EnvOptions::exclusive); libmdbx's
@@ -168,6 +173,7 @@ impl Error {
                 | Error::Merge { .. }
                 | Error::MergeOperatorMismatch { .. }
                 | Error::NoMergeOperator { .. }
+                | Error::KeyNotGreater
         )
     }
 

@@ -96,6 +96,13 @@ impl Map {
         self.writable
     }
 
+    /// The offset in the map of the byte at address `addr`, if the map's
+    /// reservation holds it (address arithmetic only; nothing is read).
+    pub(crate) fn offset_of(&self, addr: usize) -> Option<usize> {
+        let base = self.ptr.as_ptr() as usize;
+        addr.checked_sub(base).filter(|&off| off < self.len)
+    }
+
     /// The bytes `[off, off + len)` of the file, or `None` when the range
     /// leaves the reservation. The caller guarantees the range lies below the
     /// file's end (see the type's doc).

@@ -59,7 +59,7 @@ fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
 /// Commits the writer's transaction.
 pub(crate) fn commit(env: &Env, w: &mut Writer) -> Result<()> {
     let dbs_dirty = w.dbs.iter().flatten().any(|n| n.dirty);
-    if w.dirty.is_empty() && w.freed.is_empty() && !dbs_dirty {
+    if w.dirty.is_empty() && w.freed.is_empty() && !dbs_dirty && !w.main_changed {
         return Ok(());
     }
     let map = &env.map;

@@ -2,6 +2,8 @@
 
 pub(crate) mod commit;
 pub(crate) mod gc;
+mod info;
+mod modes;
 pub(crate) mod writer;
 
 use std::cell::Cell;
@@ -16,6 +18,7 @@ use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
 use crate::page::{CatalogEntry, DbRecord, MAX_VALUE};
+pub use info::TxnInfo;
 use writer::{NamedDb, Writer};
 
 thread_local! {
@@ -75,6 +78,12 @@ impl<'env> RoTxn<'env> {
             SLOT_HINT.with(|h| h.set((env.uid, s)));
             s
         };
+        Ok(RoTxn::on_slot(env, slot))
+    }
+
+    /// A snapshot of the newest commit, read through the busy slot `slot`.
+    fn on_slot(env: &'env Env, slot: u32) -> RoTxn<'env> {
+        let lock = &env.lock;
         // Publish the snapshot's txnid, then check it is still the newest:
         // a writer that starts after the check sees the slot (SeqCst on both
         // sides), one that committed before it makes us retry.
@@ -85,7 +94,7 @@ impl<'env> RoTxn<'env> {
                 break p;
             }
         };
-        Ok(RoTxn {
+        RoTxn {
             env,
             slot,
             txnid: p.txnid,
@@ -97,7 +106,32 @@ impl<'env> RoTxn<'env> {
             catalog: DbRecord::from_words(&p.catalog),
             main: DbRecord::from_words(&p.main),
             gc: DbRecord::from_words(&p.gc),
-        })
+        }
+    }
+
+    /// Ends the snapshot but keeps the reader slot for a later
+    /// [`InactiveRoTxn::renew`] (LMDB's `mdb_txn_reset`): pages the
+    /// snapshot pinned become reusable, and the thread need not claim a
+    /// slot again. Values read through this transaction cannot outlive it.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let idle = env.read_txn()?.reset();
+    /// let mut w = env.write_txn()?;
+    /// w.put(env.main_db(), b"k", b"v")?;
+    /// w.commit()?;
+    /// let r = idle.renew(); // the newest commit, on the same slot
+    /// assert_eq!(r.get(env.main_db(), b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn reset(self) -> InactiveRoTxn<'env> {
+        let (env, slot) = (self.env, self.slot);
+        env.lock.slot_txnid(slot).store(0, Ordering::SeqCst);
+        // The slot stays busy (owned by the inactive transaction); `Drop`
+        // would free it.
+        std::mem::forget(self);
+        InactiveRoTxn { env, slot }
     }
 
     /// Txnid of the snapshot.
@@ -163,6 +197,12 @@ impl<'env> RoTxn<'env> {
     /// ```
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         Ok(Iter::new(AnySource::Map(self.src), self.tree(db)?, range))
+    }
+
+    /// The database's sequence in this snapshot (see
+    /// [`RwTxn::next_sequence`]).
+    pub fn sequence(&self, db: Database) -> Result<u64> {
+        Ok(self.tree(db)?.sequence)
     }
 
     /// Statistics of `db` in this snapshot.
@@ -273,6 +313,30 @@ impl<'env> RoTxn<'env> {
 }
 
 impl Drop for RoTxn<'_> {
+    fn drop(&mut self) {
+        self.env.lock.release_slot(self.slot);
+    }
+}
+
+/// A read transaction after [`RoTxn::reset`]: no snapshot, but its reader
+/// slot kept (LMDB's reset `MDB_txn`). [`renew`](InactiveRoTxn::renew)
+/// starts a snapshot of the newest commit on it; dropping it frees the slot.
+pub struct InactiveRoTxn<'env> {
+    env: &'env Env,
+    slot: u32,
+}
+
+impl<'env> InactiveRoTxn<'env> {
+    /// A snapshot of the newest commit on the kept slot (LMDB's
+    /// `mdb_txn_renew`). Cannot fail: the slot is already this thread's.
+    pub fn renew(self) -> RoTxn<'env> {
+        let (env, slot) = (self.env, self.slot);
+        std::mem::forget(self);
+        RoTxn::on_slot(env, slot)
+    }
+}
+
+impl Drop for InactiveRoTxn<'_> {
     fn drop(&mut self) {
         self.env.lock.release_slot(self.slot);
     }
@@ -472,6 +536,9 @@ impl<'env> RwTxn<'env> {
         match &r {
             Ok(_) => {
                 if db.dbi == 0 {
+                    // A change of the record alone (its sequence) must
+                    // commit too.
+                    self.w.main_changed |= rec != before;
                     self.w.main = rec;
                 } else if rec != before {
                     let n = self.named(db)?;

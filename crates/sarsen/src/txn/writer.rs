@@ -71,6 +71,9 @@ pub(crate) struct Writer {
     pub scratch: Vec<u8>,
     /// Buffer for merge results and catalog entries.
     pub merge_buf: Vec<u8>,
+    /// The main database's record changed (for a change of its sequence
+    /// alone, which dirties no page).
+    pub main_changed: bool,
     /// The last snapshot reported to the slow-reader handler (pid, txnid):
     /// each is reported once. Kept across transactions.
     pub slow_reported: Option<(u32, u64)>,
@@ -103,6 +106,7 @@ impl Writer {
             scratch: Vec::new(),
             merge_buf: Vec::new(),
             slow_reported: None,
+            main_changed: false,
             append_hint: None,
         }
     }
@@ -126,6 +130,7 @@ impl Writer {
         self.dbs.clear();
         self.committing = false;
         self.append_hint = None;
+        self.main_changed = false;
     }
 
     /// The read view of this transaction.

@@ -1,0 +1,200 @@
+//! Write operations beyond `put` and `delete`: LMDB's put flags
+//! (`MDB_NOOVERWRITE`, `MDB_APPEND`), libmdbx's `mdbx_replace`, range
+//! deletes, and per-database sequences (`mdbx_dbi_sequence`).
+
+use std::ops::{Bound, RangeBounds};
+
+use super::RwTxn;
+use crate::btree::delete;
+use crate::cursor::RawCursor;
+use crate::db::Database;
+use crate::error::{Error, Result};
+
+impl RwTxn<'_> {
+    /// Inserts `key` with `value` only if `key` is absent (LMDB's
+    /// `MDB_NOOVERWRITE`): returns `None` when it inserted, or the value
+    /// already there (and writes nothing).
+    ///
+    /// Errors: as [`put`](RwTxn::put).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// assert_eq!(w.put_no_overwrite(db, b"k", b"first")?, None);
+    /// assert_eq!(w.put_no_overwrite(db, b"k", b"second")?, Some(&b"first"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn put_no_overwrite(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<&[u8]>> {
+        if key.len() <= self.env.layout.max_key && self.get(db, key)?.is_some() {
+            return self.get(db, key);
+        }
+        self.put(db, key, value)?;
+        Ok(None)
+    }
+
+    /// Appends `key` with `value` after the database's last key (LMDB's
+    /// `MDB_APPEND`): for loading sorted data. Pages at the end of the tree
+    /// are left full rather than split in half, so a database loaded in
+    /// order takes the fewest pages (plain `put` of ascending keys does the
+    /// same; `append` also checks the order).
+    ///
+    /// Errors: [`Error::KeyNotGreater`] if `key` is not greater than the
+    /// last key (LMDB gives `MDB_KEYEXIST`), leaving the transaction as it
+    /// was; those of [`put`](RwTxn::put).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// for i in 0..1000u32 {
+    ///     w.append(db, &i.to_be_bytes(), b"value")?;
+    /// }
+    /// assert!(matches!(w.append(db, &5u32.to_be_bytes(), b"v"), Err(sarsen::Error::KeyNotGreater)));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn append(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
+        let rec = self.tree(db)?;
+        if rec.root != 0 {
+            let mut c = RawCursor::new(self.src(), rec);
+            if c.last()?.is_some_and(|(last, _)| key <= last) {
+                return Err(Error::KeyNotGreater);
+            }
+        }
+        self.put(db, key, value)
+    }
+
+    /// Puts `key` with `value` and returns the value it replaced, if any
+    /// (libmdbx's `mdbx_replace`; the old value is copied out, since its
+    /// page is rewritten).
+    ///
+    /// Errors: as [`put`](RwTxn::put).
+    pub fn replace(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        let old = if key.len() <= self.env.layout.max_key {
+            self.get(db, key)?.map(<[u8]>::to_vec)
+        } else {
+            None
+        };
+        self.put(db, key, value)?;
+        Ok(old)
+    }
+
+    /// Deletes `key` and returns the value it had (libmdbx's
+    /// `mdbx_replace` with no new value), or `None` if it was absent.
+    pub fn take(&mut self, db: Database, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if key.len() > self.env.layout.max_key {
+            return Ok(None);
+        }
+        let Some(old) = self.get(db, key)?.map(<[u8]>::to_vec) else {
+            return Ok(None);
+        };
+        self.delete(db, key)?;
+        Ok(Some(old))
+    }
+
+    /// Deletes every key of `db` in `range` (`a..b`, `a..=b`, `a..`, `..b`,
+    /// `..` over `&[u8]`); returns how many. Each delete descends once from
+    /// the root, so the cost is that of the deletes; `clear_db` empties a
+    /// whole database faster.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// for k in [&b"a"[..], b"b", b"c", b"d"] {
+    ///     w.put(db, k, b"")?;
+    /// }
+    /// assert_eq!(w.delete_range(db, &b"b"[..]..=&b"c"[..])?, 2);
+    /// let left: Vec<&[u8]> = w.iter(db)?.map(|e| e.unwrap().0).collect();
+    /// assert_eq!(left, [&b"a"[..], b"d"]);
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn delete_range<'k, R: RangeBounds<&'k [u8]>>(
+        &mut self,
+        db: Database,
+        range: R,
+    ) -> Result<u64> {
+        let mut from: Vec<u8> = match range.start_bound() {
+            Bound::Included(k) | Bound::Excluded(k) => k.to_vec(),
+            Bound::Unbounded => Vec::new(),
+        };
+        let mut skip_from = matches!(range.start_bound(), Bound::Excluded(_));
+        let end = range.end_bound().map(|k| k.to_vec());
+        let mut n = 0;
+        let mut key = Vec::new();
+        loop {
+            let rec = self.tree(db)?;
+            let mut c = RawCursor::new(self.src(), rec);
+            let mut e = c.seek(&from)?;
+            if skip_from {
+                if e.is_some_and(|(k, _)| k == from.as_slice()) {
+                    e = c.next()?;
+                }
+                skip_from = false;
+            }
+            let Some((k, _)) = e else { break };
+            let inside = match &end {
+                Bound::Included(h) => k <= h.as_slice(),
+                Bound::Excluded(h) => k < h.as_slice(),
+                Bound::Unbounded => true,
+            };
+            if !inside {
+                break;
+            }
+            key.clear();
+            key.extend_from_slice(k);
+            if !self.change(db, |w, map, rec| delete::delete(w, map, rec, &key))? {
+                return Err(Error::corrupted(
+                    u64::from(rec.root),
+                    "a key the cursor found could not be deleted",
+                ));
+            }
+            n += 1;
+            std::mem::swap(&mut from, &mut key);
+        }
+        Ok(n)
+    }
+
+    /// The database's sequence (libmdbx's `mdbx_dbi_sequence`): a counter
+    /// kept in its record, changed only by
+    /// [`next_sequence`](RwTxn::next_sequence) and committed or aborted with
+    /// the transaction. Starts at 0.
+    pub fn sequence(&self, db: Database) -> Result<u64> {
+        Ok(self.tree(db)?.sequence)
+    }
+
+    /// Adds `increment` to the database's sequence and returns the value
+    /// before (so `next_sequence(db, 1)` hands out 0, 1, 2, ...).
+    ///
+    /// Errors: [`Error::InvalidArgument`] if the sequence would pass
+    /// `u64::MAX` (it is left unchanged); [`Error::DbNotFound`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let mut w = env.write_txn()?;
+    /// let ids = w.create_db(Some("ids"))?;
+    /// assert_eq!(w.next_sequence(ids, 1)?, 0);
+    /// assert_eq!(w.next_sequence(ids, 10)?, 1);
+    /// w.commit()?;
+    /// assert_eq!(env.read_txn()?.sequence(ids)?, 11);
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn next_sequence(&mut self, db: Database, increment: u64) -> Result<u64> {
+        self.change(db, |_, _, rec| {
+            let old = rec.sequence;
+            rec.sequence = old.checked_add(increment).ok_or_else(|| {
+                Error::InvalidArgument(format!("sequence {old} + {increment} overflows"))
+            })?;
+            Ok(old)
+        })
+    }
+}
