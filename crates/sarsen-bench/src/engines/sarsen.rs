@@ -32,6 +32,7 @@ impl Engine for SarsenEngine {
         if opts.random_reads {
             c.push_str(", read_ahead(false) (LMDB's MDB_NORDAHEAD)");
         }
+        c.push_str("; fillseq with RwTxn::append (MDB_APPEND)");
         if opts.merge_operator == Some(MergeOperator::Uint64Add) {
             c.push_str(", merge::Uint64Add operator");
         }
@@ -65,12 +66,16 @@ impl Engine for SarsenEngine {
         Ok(SarsenEngine { env, db, merge })
     }
 
-    fn write_batch(&self, pairs: &[(&[u8], &[u8])], _sorted_append: bool) -> Result<()> {
-        // No flag needed: Sarsen's insert notices ascending keys at the right edge and
-        // splits pages full there (its append fast path).
+    fn write_batch(&self, pairs: &[(&[u8], &[u8])], sorted_append: bool) -> Result<()> {
+        // Sorted loads use `append` (LMDB's MDB_APPEND, as the LMDB module does): it
+        // checks the order and fills pages full at the right edge.
         let mut txn = self.env.write_txn()?;
         for &(k, v) in pairs {
-            txn.put(self.db, k, v)?;
+            if sorted_append {
+                txn.append(self.db, k, v)?;
+            } else {
+                txn.put(self.db, k, v)?;
+            }
         }
         txn.commit()?;
         Ok(())

@@ -62,13 +62,27 @@ impl RwTxn<'_> {
     /// ```
     pub fn append(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         let rec = self.tree(db)?;
-        if rec.root != 0 {
-            let mut c = RawCursor::new(self.src(), rec);
-            if c.last()?.is_some_and(|(last, _)| key <= last) {
-                return Err(Error::KeyNotGreater);
-            }
+        if rec.root != 0 && !self.after_last_key(&rec, key)? {
+            return Err(Error::KeyNotGreater);
         }
         self.put(db, key, value)
+    }
+
+    /// Whether `key` sorts after the last key of the non-empty tree `rec`.
+    /// When the last put appended to this tree, its leaf (the append hint)
+    /// holds the last key, and no descent is needed.
+    fn after_last_key(&self, rec: &crate::page::DbRecord, key: &[u8]) -> Result<bool> {
+        let src = self.w.source(&self.env.map);
+        if let Some((root, path)) = &self.w.append_hint {
+            if *root == rec.root {
+                let leaf = crate::btree::Source::page(src, path.leaf().pgno)?;
+                if leaf.len() > 0 {
+                    return Ok(key > leaf.leaf(leaf.len() - 1)?.key);
+                }
+            }
+        }
+        let mut c = RawCursor::new(self.src(), *rec);
+        Ok(c.last()?.is_none_or(|(last, _)| key > last))
     }
 
     /// Puts `key` with `value` and returns the value it replaced, if any
