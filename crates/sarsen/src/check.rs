@@ -263,7 +263,7 @@ impl<'a> Walk<'a> {
             Ok(p) => p,
             Err(e) => return self.problem(at, tree, error_what(e)),
         };
-        if xxhash_rust::xxh3::xxh3_64(p.bytes()) != n.cksum {
+        if page::checksum(p.bytes()) != n.cksum {
             self.problem(at, tree, "checksum mismatch");
         }
         if p.is_leaf() != (n.levels == 1) {
@@ -347,7 +347,7 @@ impl<'a> Walk<'a> {
             self.problem(u64::from(pgno), tree, error_what(e));
             return None;
         }
-        if xxhash_rust::xxh3::xxh3_64(run) != cksum {
+        if page::checksum(run) != cksum {
             self.problem(u64::from(pgno), tree, "overflow run checksum mismatch");
         }
         run.get(HDR..HDR + len)

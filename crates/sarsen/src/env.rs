@@ -625,7 +625,7 @@ impl Env {
             .slice(pgno as usize * ps, ps)
             .filter(|_| pgno >= META_PAGES && pgno < src.limit)
             .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the file"))?;
-        if xxhash_rust::xxh3::xxh3_64(bytes) != sum || levels == 0 {
+        if crate::page::checksum(bytes) != sum || levels == 0 {
             return Err(Error::corrupted(
                 u64::from(pgno),
                 "checksum mismatch in the newest commit",
@@ -653,7 +653,7 @@ impl Env {
                             .ok_or_else(|| {
                                 Error::corrupted(u64::from(run), "overflow run outside the file")
                             })?;
-                        if xxhash_rust::xxh3::xxh3_64(b) != cksum {
+                        if crate::page::checksum(b) != cksum {
                             return Err(Error::corrupted(
                                 u64::from(run),
                                 "overflow checksum mismatch in the newest commit",
@@ -960,7 +960,7 @@ fn read_metas(file: &DataFile) -> Result<Vec<Found>> {
 /// the same boot cannot have lost writes to a crash of the process alone.
 fn boot_id() -> [u8; 16] {
     match std::fs::read("/proc/sys/kernel/random/boot_id") {
-        Ok(b) => xxhash_rust::xxh3::xxh3_128(&b).to_le_bytes(),
+        Ok(b) => twox_hash::XxHash3_128::oneshot(&b).to_le_bytes(),
         Err(_) => [0; 16],
     }
 }

@@ -53,5 +53,5 @@ fn seal_page(w: &mut Writer, pgno: Pgno) -> Result<u64> {
         let sum = seal_page(w, child)?;
         node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), child, sum, FRESH);
     }
-    Ok(xxhash_rust::xxh3::xxh3_64(w.dirty_mut(pgno)?))
+    Ok(crate::page::checksum(w.dirty_mut(pgno)?))
 }

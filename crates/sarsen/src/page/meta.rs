@@ -89,7 +89,7 @@ impl Meta {
         for (i, c) in self.canary.iter().enumerate() {
             wr64(b, 256 + 8 * i, *c);
         }
-        let sum = xxhash_rust::xxh3::xxh3_64(&b[..312]);
+        let sum = super::checksum(&b[..312]);
         wr64(b, 312, sum);
     }
 
@@ -101,7 +101,7 @@ impl Meta {
         if rd64(b, 0) != MAGIC {
             return Err(MetaError::Foreign);
         }
-        if rd64(b, 312) != xxhash_rust::xxh3::xxh3_64(&b[..312]) {
+        if rd64(b, 312) != super::checksum(&b[..312]) {
             return Err(MetaError::Invalid("meta checksum mismatch"));
         }
         let version = rd32(b, 8);

@@ -58,6 +58,14 @@ pub(crate) enum Kind {
     Overflow = 3,
 }
 
+/// XXH3-64 of `b`: the checksum of pages, overflow runs and meta pages.
+/// `twox-hash` picks its AVX2 or SSE2 code at run time (about twice the
+/// speed of a build for the x86-64 baseline); the value is the same.
+#[inline]
+pub(crate) fn checksum(b: &[u8]) -> u64 {
+    twox_hash::XxHash3_64::oneshot(b)
+}
+
 #[inline]
 pub(crate) fn rd16(b: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([b[off], b[off + 1]])

@@ -318,7 +318,7 @@ impl Writer {
         page::init_overflow(&mut b, pgno, n as u32, self.txnid);
         b[page::HDR..page::HDR + value.len()].copy_from_slice(value);
         b[page::HDR + value.len()..].fill(0);
-        let sum = xxhash_rust::xxh3::xxh3_64(&b);
+        let sum = page::checksum(&b);
         self.dirty.insert(pgno, b);
         Ok((pgno, sum))
     }
