@@ -20,7 +20,6 @@
 //! Every `*_batch` method is one `leveldb_write` of one write batch. LevelDB has no
 //! merge operator. All `unsafe` code of the LevelDB engine is in this module.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, CStr, CString};
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
@@ -71,6 +70,13 @@ fn call<T>(op: &'static str, f: impl FnOnce(*mut *mut c_char) -> T) -> Result<T>
 struct Value {
     ptr: *mut c_char,
     len: usize,
+}
+
+impl std::ops::Deref for Value {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
 }
 
 impl Value {
@@ -279,30 +285,13 @@ impl Engine for LevelDbEngine {
     /// put in one batch. A write batch cannot be read, so the batch's own puts are
     /// also kept in a map, for keys that repeat in `keys`.
     fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
+        let (written, found) = super::update_unreadable_batch(keys, update, |k| {
+            // SAFETY: `db` is open and `read_opts` live, without a snapshot.
+            unsafe { get(self.db, self.read_opts, k) }
+        })?;
         let mut batch = Batch::new();
-        // Offset and length in `written` of the latest value this batch put per key.
-        let mut put_at: HashMap<&[u8], (usize, usize)> = HashMap::new();
-        let mut written = Vec::new();
-        let mut buf = Vec::new();
-        let mut found = 0;
-        for (i, &k) in keys.iter().enumerate() {
-            buf.clear();
-            if let Some(&(start, len)) = put_at.get(k) {
-                found += 1;
-                update(i, Some(&written[start..start + len]), &mut buf);
-            } else {
-                // SAFETY: `db` is open and `read_opts` live, without a snapshot.
-                match unsafe { get(self.db, self.read_opts, k)? } {
-                    Some(old) => {
-                        found += 1;
-                        update(i, Some(old.bytes()), &mut buf);
-                    }
-                    None => update(i, None, &mut buf),
-                }
-            }
-            batch.put(k, &buf);
-            put_at.insert(k, (written.len(), buf.len()));
-            written.extend_from_slice(&buf);
+        for (k, v) in &written {
+            batch.put(k, v);
         }
         self.write(&batch, self.write_opts)?;
         Ok(found)

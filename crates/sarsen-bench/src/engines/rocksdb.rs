@@ -27,7 +27,6 @@
 //!
 //! No `unsafe` code: the `rocksdb` crate wraps RocksDB's C API.
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use ::rocksdb::{
@@ -173,29 +172,12 @@ impl Engine for RocksEngine {
     /// also kept in a map, for keys that repeat in `keys`.
     fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
         let read_opts = ReadOptions::default();
+        let (written, found) = super::update_unreadable_batch(keys, update, |k| {
+            Ok(self.db.get_pinned_opt(k, &read_opts)?)
+        })?;
         let mut batch = WriteBatch::default();
-        // Offset and length in `written` of the latest value this batch put per key.
-        let mut put_at: HashMap<&[u8], (usize, usize)> = HashMap::new();
-        let mut written = Vec::new();
-        let mut buf = Vec::new();
-        let mut found = 0;
-        for (i, &k) in keys.iter().enumerate() {
-            buf.clear();
-            if let Some(&(start, len)) = put_at.get(k) {
-                found += 1;
-                update(i, Some(&written[start..start + len]), &mut buf);
-            } else {
-                match self.db.get_pinned_opt(k, &read_opts)? {
-                    Some(old) => {
-                        found += 1;
-                        update(i, Some(&old[..]), &mut buf);
-                    }
-                    None => update(i, None, &mut buf),
-                }
-            }
-            batch.put(k, &buf);
-            put_at.insert(k, (written.len(), buf.len()));
-            written.extend_from_slice(&buf);
+        for (k, v) in &written {
+            batch.put(k, v);
         }
         self.write(batch)?;
         Ok(found)
