@@ -58,7 +58,7 @@ pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
 pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};
 pub use readers::{ReaderInfo, SlowReader, SlowReaderAction, SlowReaderHandler};
-pub use txn::{InactiveRoTxn, RoTxn, RwTxn, TxnInfo};
+pub use txn::{InactiveRoTxn, NestedTxn, RoTxn, RwTxn, TxnInfo};
 
 /// Test-only storage seam (cargo feature `fault-injection`): fail writes
 /// and syncs of the data file, record them, and build power-loss images.

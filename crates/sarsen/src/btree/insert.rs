@@ -295,8 +295,7 @@ pub(crate) fn insert_node(
     }
     let rightmost = is_rightmost(w, map, path, level)?;
     let src = w
-        .dirty
-        .remove(&pg)
+        .take_dirty(pg)
         .ok_or_else(|| Error::corrupted(u64::from(pg), "page to split is not dirty"))?;
     split(w, map, rec, path, level, idx, nd, src, rightmost)
 }

@@ -4,6 +4,7 @@ pub(crate) mod commit;
 pub(crate) mod gc;
 mod info;
 mod modes;
+mod nested;
 pub(crate) mod writer;
 
 use std::cell::Cell;
@@ -19,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
 use crate::page::{CatalogEntry, DbRecord, MAX_VALUE};
 pub use info::TxnInfo;
+pub use nested::NestedTxn;
 use writer::{NamedDb, Writer};
 
 thread_local! {
@@ -932,6 +934,9 @@ impl<'env> RwTxn<'env> {
         if self.broken {
             return Err(Error::BadTxn);
         }
+        // Only a child leaked with `mem::forget` leaves a checkpoint: its
+        // changes stay, as if it had committed.
+        self.w.drop_checkpoints();
         let r = commit::commit(self.env, &mut self.w);
         self.finish();
         r

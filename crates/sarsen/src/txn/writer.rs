@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
 use crate::io::Map;
 use crate::page::{self, DbRecord, Kind, Layout, LeafValue, Page, Pgno};
+use crate::txn::nested::Checkpoint;
 
 /// State of the named databases touched by a write transaction.
 #[derive(Clone, Debug)]
@@ -81,6 +82,11 @@ pub(crate) struct Writer {
     /// appended there (see `insert::append_path`). Cleared by any other
     /// change to that tree.
     pub append_hint: Option<(Pgno, crate::btree::Path)>,
+    /// Checkpoints of the nested transactions under way, innermost last
+    /// (see `txn/nested.rs`). Empty outside nested transactions.
+    pub nest: Vec<Checkpoint>,
+    /// Numbers the checkpoints, so a nested transaction finds its own.
+    pub nest_serial: u64,
 }
 
 impl Writer {
@@ -108,6 +114,8 @@ impl Writer {
             slow_reported: None,
             main_changed: false,
             append_hint: None,
+            nest: Vec::new(),
+            nest_serial: 0,
         }
     }
 
@@ -131,6 +139,7 @@ impl Writer {
         self.committing = false;
         self.append_hint = None;
         self.main_changed = false;
+        self.drop_checkpoints();
     }
 
     /// The read view of this transaction.
@@ -140,6 +149,9 @@ impl Writer {
 
     /// Mutable bytes of dirty page `pgno`.
     pub(crate) fn dirty_mut(&mut self, pgno: Pgno) -> Result<&mut [u8]> {
+        if !self.nest.is_empty() {
+            self.save_original(pgno);
+        }
         self.dirty
             .get_mut(&pgno)
             .map(|b| &mut b[..])
@@ -148,6 +160,50 @@ impl Writer {
 
     pub(crate) fn is_dirty(&self, pgno: Pgno) -> bool {
         self.dirty.contains_key(&pgno)
+    }
+
+    /// Takes dirty page `pgno` out of the dirty set (a split puts it back).
+    pub(crate) fn take_dirty(&mut self, pgno: Pgno) -> Option<PageBuf> {
+        if !self.nest.is_empty() {
+            self.save_original(pgno);
+        }
+        self.dirty.remove(&pgno)
+    }
+
+    /// Under a nested transaction: before the first change to a dirty page
+    /// the transaction did not allocate itself, keeps a copy of its bytes
+    /// in the checkpoint, so that an abort can put them back.
+    fn save_original(&mut self, pgno: Pgno) {
+        let Some(cp) = self.nest.last() else {
+            return;
+        };
+        if cp.pages.contains_key(&pgno) {
+            return;
+        }
+        let Some(b) = self.dirty.get(&pgno) else {
+            return;
+        };
+        let copy = if b.len() == self.layout.psize {
+            let mut c = self
+                .pool
+                .pop()
+                .unwrap_or_else(|| vec![0u8; self.layout.psize].into_boxed_slice());
+            c.copy_from_slice(b);
+            c
+        } else {
+            Box::from(&b[..])
+        };
+        if let Some(cp) = self.nest.last_mut() {
+            cp.pages.insert(pgno, Some(copy));
+        }
+    }
+
+    /// Under a nested transaction: notes that it allocated page `pgno`
+    /// (an abort drops the page; its number returns with the free lists).
+    fn note_new(&mut self, pgno: Pgno) {
+        if let Some(cp) = self.nest.last_mut() {
+            cp.pages.entry(pgno).or_insert(None);
+        }
     }
 
     /// A one-page heap buffer, from the pool when possible.
@@ -173,7 +229,7 @@ impl Writer {
 
     /// The buffer for `n` freshly allocated pages at `pgno`: their own bytes
     /// in the map in write-map mode (growing the file first), else heap.
-    fn page_buf(&mut self, map: &Map, pgno: Pgno, n: usize) -> Result<PageBuf> {
+    pub(crate) fn page_buf(&mut self, map: &Map, pgno: Pgno, n: usize) -> Result<PageBuf> {
         let ps = self.layout.psize;
         if map.writable() {
             let end = (pgno as usize + n) * ps;
@@ -251,6 +307,7 @@ impl Writer {
         let pgno = self.alloc(map, 1)?;
         let mut b = self.page_buf(map, pgno, 1)?;
         page::init(&mut b, pgno, kind, self.txnid);
+        self.note_new(pgno);
         self.dirty.insert(pgno, b);
         Ok(pgno)
     }
@@ -259,7 +316,19 @@ impl Writer {
     /// reusable at once; an older one only once no snapshot can see it.
     pub(crate) fn free(&mut self, pgno: Pgno, n: usize) {
         if let Some(b) = self.dirty.remove(&pgno) {
-            self.recycle(b);
+            match self.nest.last_mut() {
+                // The first change to a page dirty before the nested
+                // transaction began: its buffer becomes the saved original
+                // (a mapped page's bytes are copied: the view must go).
+                Some(cp) if !cp.pages.contains_key(&pgno) => {
+                    let orig = match b {
+                        PageBuf::Heap(h) => h,
+                        PageBuf::Mapped(_) => Box::from(&b[..]),
+                    };
+                    cp.pages.insert(pgno, Some(orig));
+                }
+                _ => self.recycle(b),
+            }
             self.reclaimed.extend((0..n as Pgno).map(|i| pgno + i));
         } else {
             self.freed.extend((0..n as Pgno).map(|i| pgno + i));
@@ -305,6 +374,7 @@ impl Writer {
             self.recycle(b);
             return Err(e);
         }
+        self.note_new(new);
         self.dirty.insert(new, b);
         self.freed.push(pgno);
         Ok(new)
@@ -319,6 +389,7 @@ impl Writer {
         b[page::HDR..page::HDR + value.len()].copy_from_slice(value);
         b[page::HDR + value.len()..].fill(0);
         let sum = page::checksum(&b);
+        self.note_new(pgno);
         self.dirty.insert(pgno, b);
         Ok((pgno, sum))
     }

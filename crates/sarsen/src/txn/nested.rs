@@ -1,0 +1,378 @@
+//! Nested write transactions (LMDB's `mdb_txn_begin(env, parent, ..)`):
+//! a child of a write transaction commits into its parent or aborts alone.
+//!
+//! There is one writer state for the whole stack. Beginning a child pushes
+//! a [`Checkpoint`] of the parent's small state (trees, named databases,
+//! free lists, page counter, append hint). Dirty pages are not copied at
+//! begin: the first time the child changes, splits or frees a page that
+//! was dirty before it began, the writer keeps a copy of that page's bytes
+//! in the checkpoint (`Writer::save_original`), and pages the child
+//! allocates are noted there too. Abort puts the saved bytes back, drops
+//! the child's pages and restores the small state, so every page number
+//! the child took returns to the free lists. Commit keeps the writer as it
+//! is and hands the saved pages to the checkpoint below, if any.
+
+use std::collections::hash_map::Entry;
+use std::ops::{Deref, DerefMut};
+
+use rustc_hash::FxHashMap;
+
+use super::writer::{NamedDb, Writer};
+use super::RwTxn;
+use crate::btree::Path;
+use crate::error::{Error, Result};
+use crate::io::buf::PageBuf;
+use crate::io::Map;
+use crate::page::{DbRecord, Pgno};
+
+/// The writer's state when a nested transaction began, and the original
+/// bytes of the pages it has changed since.
+pub(crate) struct Checkpoint {
+    id: u64,
+    main: DbRecord,
+    catalog: DbRecord,
+    gc: DbRecord,
+    main_changed: bool,
+    dbs: Vec<Option<NamedDb>>,
+    next_pgno: Pgno,
+    /// Length of `freed` (only appended to between commits).
+    freed: usize,
+    reclaimed: Vec<Pgno>,
+    append_hint: Option<(Pgno, Path)>,
+    /// Pages this nested transaction has changed: `Some(bytes)` for a page
+    /// (or overflow run) that was dirty when it began, with those bytes;
+    /// `None` for a page it allocated.
+    pub(crate) pages: FxHashMap<Pgno, Option<Box<[u8]>>>,
+}
+
+impl Writer {
+    /// Begins a nested transaction: pushes a checkpoint; returns its id.
+    fn checkpoint(&mut self) -> u64 {
+        self.nest_serial += 1;
+        let cp = Checkpoint {
+            id: self.nest_serial,
+            main: self.main,
+            catalog: self.catalog,
+            gc: self.gc,
+            main_changed: self.main_changed,
+            dbs: self.dbs.clone(),
+            next_pgno: self.next_pgno,
+            freed: self.freed.len(),
+            reclaimed: self.reclaimed.clone(),
+            append_hint: self.append_hint,
+            pages: FxHashMap::default(),
+        };
+        self.nest.push(cp);
+        self.nest_serial
+    }
+
+    /// Commits the innermost nested transaction into the one below: the
+    /// state stays; its saved originals go to the checkpoint below, unless
+    /// that one has the page already (then its copy is the older one).
+    fn fold(&mut self) {
+        let Some(cp) = self.nest.pop() else {
+            return;
+        };
+        let mut spare = Vec::new();
+        match self.nest.last_mut() {
+            Some(below) => {
+                for (pgno, orig) in cp.pages {
+                    match below.pages.entry(pgno) {
+                        Entry::Vacant(v) => {
+                            v.insert(orig);
+                        }
+                        Entry::Occupied(_) => spare.extend(orig),
+                    }
+                }
+            }
+            None => spare.extend(cp.pages.into_values().flatten()),
+        }
+        for b in spare {
+            self.recycle_heap(b);
+        }
+    }
+
+    /// Aborts the innermost nested transaction: drops the pages it
+    /// allocated, puts back the bytes of the pages it changed, and
+    /// restores the state of its checkpoint. Fails only if a page's view
+    /// cannot be made again in write-map mode.
+    fn roll_back(&mut self, map: &Map) -> Result<()> {
+        let Some(cp) = self.nest.pop() else {
+            return Ok(());
+        };
+        self.main = cp.main;
+        self.catalog = cp.catalog;
+        self.gc = cp.gc;
+        self.main_changed = cp.main_changed;
+        self.dbs = cp.dbs;
+        self.next_pgno = cp.next_pgno;
+        debug_assert!(self.freed.len() >= cp.freed, "freed shrank in a child");
+        self.freed.truncate(cp.freed);
+        self.reclaimed = cp.reclaimed;
+        self.append_hint = cp.append_hint;
+        // First drop every page the child allocated, so that no view of
+        // the map overlaps a page put back below.
+        let mut originals = Vec::new();
+        for (pgno, orig) in cp.pages {
+            match orig {
+                None => {
+                    if let Some(b) = self.dirty.remove(&pgno) {
+                        self.recycle(b);
+                    }
+                }
+                Some(o) => originals.push((pgno, o)),
+            }
+        }
+        let mut r = Ok(());
+        for (pgno, orig) in originals {
+            if let Err(e) = self.put_back(map, pgno, orig) {
+                r = Err(e);
+            }
+        }
+        r
+    }
+
+    /// Makes `orig` the bytes of dirty page (or run) `pgno` again.
+    fn put_back(&mut self, map: &Map, pgno: Pgno, orig: Box<[u8]>) -> Result<()> {
+        if let Some(b) = self.dirty.get_mut(&pgno) {
+            if b.len() == orig.len() {
+                match b {
+                    PageBuf::Heap(h) => {
+                        let old = std::mem::replace(h, orig);
+                        self.recycle_heap(old);
+                    }
+                    PageBuf::Mapped(_) => {
+                        b.copy_from_slice(&orig);
+                        self.recycle_heap(orig);
+                    }
+                }
+                return Ok(());
+            }
+        }
+        // Freed by the child (maybe reallocated at another length): drop
+        // whatever is there and make the page again.
+        if let Some(b) = self.dirty.remove(&pgno) {
+            self.recycle(b);
+        }
+        let b = if map.writable() {
+            let n = orig.len() / self.layout.psize;
+            let mut b = self.page_buf(map, pgno, n)?;
+            b.copy_from_slice(&orig);
+            self.recycle_heap(orig);
+            b
+        } else {
+            PageBuf::Heap(orig)
+        };
+        self.dirty.insert(pgno, b);
+        Ok(())
+    }
+
+    /// Forgets every checkpoint (the outermost transaction ends).
+    pub(crate) fn drop_checkpoints(&mut self) {
+        while !self.nest.is_empty() {
+            self.fold();
+        }
+    }
+}
+
+/// A nested write transaction: a child of an [`RwTxn`] (or of another
+/// `NestedTxn`), LMDB's `mdb_txn_begin(env, parent, 0, ..)`. Begin one
+/// with [`RwTxn::nested`].
+///
+/// It dereferences to [`RwTxn`], so every read and write method works on
+/// it, and it sees its parent's uncommitted changes.
+/// [`commit`](NestedTxn::commit) folds its changes into the parent
+/// (nothing is written to the file: only the outermost commit writes);
+/// [`abort`](NestedTxn::abort), or dropping it, puts the parent back
+/// exactly as it was when the child began. While it lives the parent is
+/// mutably borrowed, so it cannot be used (LMDB forbids it by rule):
+///
+/// ```compile_fail
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+/// let db = env.main_db();
+/// let mut w = env.write_txn().unwrap();
+/// let mut child = w.nested().unwrap();
+/// w.put(db, b"k", b"v").unwrap(); // error: `w` is borrowed by `child`
+/// child.commit().unwrap();
+/// ```
+///
+/// and a value read through it cannot outlive it:
+///
+/// ```compile_fail
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+/// let db = env.main_db();
+/// let mut w = env.write_txn().unwrap();
+/// let v = {
+///     let child = w.nested().unwrap();
+///     child.get(db, b"k").unwrap() // error: `child` does not live long enough
+/// };
+/// drop(v);
+/// ```
+///
+/// If an operation breaks the child (an error after pages changed, which
+/// makes later operations fail with [`Error::BadTxn`]), the parent is not
+/// broken: aborting the child, or a commit that fails with `BadTxn`,
+/// restores it.
+pub struct NestedTxn<'p, 'env> {
+    txn: &'p mut RwTxn<'env>,
+    /// Index of its checkpoint in `Writer::nest`, and the checkpoint's id.
+    depth: usize,
+    id: u64,
+    done: bool,
+}
+
+impl<'env> RwTxn<'env> {
+    /// Begins a nested write transaction, a child of this one (LMDB's
+    /// `mdb_txn_begin` with a parent): its changes reach this transaction
+    /// only if it commits, and through this one the file only when the
+    /// outermost transaction commits. Children nest to any depth:
+    /// `nested()` on a [`NestedTxn`] begins a grandchild.
+    ///
+    /// Cost: beginning copies the small state (the three tree records, the
+    /// named databases' states, the free lists as page numbers) but no
+    /// page. The first change the child makes to a page that was already
+    /// dirty copies that page once (LMDB's way); pages the child allocates
+    /// cost nothing extra. Abort writes the copies back, commit hands them
+    /// to the enclosing child if there is one and otherwise frees them.
+    ///
+    /// Where Sarsen differs from LMDB: the parent cannot be used while the
+    /// child lives (a borrow, not a runtime rule); nesting works in
+    /// write-map mode too (LMDB refuses `MDB_WRITEMAP` parents, libmdbx
+    /// allows them); and database handles are names, so a database a
+    /// child created and then aborted simply does not exist in the parent
+    /// ([`Error::DbNotFound`]) while its handle stays valid.
+    ///
+    /// Errors: [`Error::BadTxn`] if this transaction is broken.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// w.put(db, b"a", b"1")?;
+    /// let mut child = w.nested()?;
+    /// child.put(db, b"b", b"2")?;
+    /// assert_eq!(child.get(db, b"a")?, Some(&b"1"[..])); // sees the parent
+    /// let mut grandchild = child.nested()?;
+    /// grandchild.delete(db, b"a")?;
+    /// grandchild.abort(); // "a" is back
+    /// child.commit()?; // "b" is now the parent's
+    /// assert_eq!(w.get(db, b"a")?, Some(&b"1"[..]));
+    /// assert_eq!(w.get(db, b"b")?, Some(&b"2"[..]));
+    /// w.commit()?;
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn nested(&mut self) -> Result<NestedTxn<'_, 'env>> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let depth = self.w.nest.len();
+        let id = self.w.checkpoint();
+        Ok(NestedTxn {
+            txn: self,
+            depth,
+            id,
+            done: false,
+        })
+    }
+}
+
+impl NestedTxn<'_, '_> {
+    /// Commits into the parent (LMDB's `mdb_txn_commit` of a child): the
+    /// parent now sees every change, and they reach the file when the
+    /// outermost transaction commits, or vanish if it (or any transaction
+    /// between) aborts. Writes nothing and cannot run out of space: the
+    /// saved copies of the parent's pages are dropped, or handed to the
+    /// enclosing child.
+    ///
+    /// Errors: [`Error::BadTxn`] if an operation broke this child; it is
+    /// then aborted, and the parent is as it was when the child began.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// let mut child = w.nested()?;
+    /// child.put(db, b"k", b"v")?;
+    /// child.commit()?;
+    /// assert_eq!(w.get(db, b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn commit(mut self) -> Result<()> {
+        self.end(true)
+    }
+
+    /// Discards this child's changes (LMDB's `mdb_txn_abort` of a child;
+    /// dropping it does the same): the parent is exactly as it was when
+    /// the child began, and the pages the child took return to the
+    /// parent's free lists, so aborted children never grow the file.
+    /// Cost: one page copy back per parent page the child changed.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// w.put(db, b"k", b"parent")?;
+    /// let mut child = w.nested()?;
+    /// child.put(db, b"k", b"child")?;
+    /// child.abort();
+    /// assert_eq!(w.get(db, b"k")?, Some(&b"parent"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn abort(mut self) {
+        let _ = self.end(false);
+    }
+
+    /// Ends this child: commit (unless it is broken) or roll back. Children
+    /// of it that were leaked with `mem::forget` count as committed.
+    fn end(&mut self, commit: bool) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        let t = &mut *self.txn;
+        if t.w.nest.get(self.depth).map(|c| c.id) != Some(self.id) {
+            // Not this child's writer (the transaction behind it was
+            // swapped out): nothing of it to end.
+            return if commit { Err(Error::BadTxn) } else { Ok(()) };
+        }
+        while t.w.nest.len() > self.depth + 1 {
+            t.w.fold();
+        }
+        if commit && !t.broken {
+            t.w.fold();
+            return Ok(());
+        }
+        // The parent was not broken when the child began.
+        let r = t.w.roll_back(&t.env.map);
+        t.broken = r.is_err();
+        match r {
+            Err(e) => Err(e),
+            Ok(()) if commit => Err(Error::BadTxn),
+            Ok(()) => Ok(()),
+        }
+    }
+}
+
+impl<'env> Deref for NestedTxn<'_, 'env> {
+    type Target = RwTxn<'env>;
+    fn deref(&self) -> &RwTxn<'env> {
+        self.txn
+    }
+}
+
+impl<'env> DerefMut for NestedTxn<'_, 'env> {
+    fn deref_mut(&mut self) -> &mut RwTxn<'env> {
+        self.txn
+    }
+}
+
+impl Drop for NestedTxn<'_, '_> {
+    fn drop(&mut self) {
+        let _ = self.end(false);
+    }
+}
