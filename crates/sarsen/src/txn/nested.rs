@@ -187,7 +187,7 @@ impl Writer {
 /// exactly as it was when the child began. While it lives the parent is
 /// mutably borrowed, so it cannot be used (LMDB forbids it by rule):
 ///
-/// ```compile_fail
+/// ```compile_fail,E0499
 /// # let dir = tempfile::tempdir().unwrap();
 /// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
 /// let db = env.main_db();
@@ -199,7 +199,7 @@ impl Writer {
 ///
 /// and a value read through it cannot outlive it:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0597
 /// # let dir = tempfile::tempdir().unwrap();
 /// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
 /// let db = env.main_db();
