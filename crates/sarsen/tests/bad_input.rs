@@ -297,6 +297,9 @@ fn unknown_and_dropped_databases() {
     expect_dnf(w.get(x, b"in-x").map(|_| ()), "get");
     expect_dnf(w.put(x, b"k", b"v"), "put");
     expect_dnf(w.delete(x, b"in-x").map(|_| ()), "delete");
+    let long = vec![b'k'; env.max_key_size() + 1];
+    expect_dnf(w.delete(x, &long).map(|_| ()), "delete of a too long key");
+    assert!(!w.delete(env.main_db(), &long).unwrap(), "long key absent");
     expect_dnf(w.iter(x).map(|_| ()), "iter");
     expect_dnf(w.range(x, &b"a"[..]..).map(|_| ()), "range");
     expect_dnf(w.cursor(x).map(|_| ()), "cursor");
