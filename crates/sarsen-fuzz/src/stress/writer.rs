@@ -35,7 +35,7 @@ pub(super) fn writer(
         *model = (t, st.clone());
         publish(sh, t, st);
         rep.commits += 1;
-        if rep.commits % cfg.check_every.max(1) == 0 {
+        if rep.commits.is_multiple_of(cfg.check_every.max(1)) {
             check(env, &format!("after commit {t}"))?;
             rep.checks += 1;
         }
