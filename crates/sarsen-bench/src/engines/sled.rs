@@ -293,7 +293,20 @@ mod tests {
             assert_eq!(found, 2);
             assert_eq!(seen, [Some(b"1".to_vec()), Some(b"11+".to_vec())]);
         }
-        let e = super::SledEngine::open(dir.path(), &opts).expect("reopen");
+        // sled's flusher thread may still hold the directory's lock for a
+        // moment after the drop: retry the reopen briefly.
+        let mut tries = 0;
+        let e = loop {
+            match super::SledEngine::open(dir.path(), &opts) {
+                Ok(e) => break e,
+                Err(err) if tries < 50 => {
+                    tries += 1;
+                    let _ = err;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(err) => panic!("reopen: {err}"),
+            }
+        };
         let mut r = e.reader().expect("reader");
         assert_eq!(r.get(b"a", <[u8]>::to_vec).expect("get"), None);
         assert_eq!(
