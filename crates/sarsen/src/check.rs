@@ -16,6 +16,8 @@
 use std::fmt;
 
 use crate::btree::{MapSource, MAX_DEPTH};
+use crate::db::{Database, Registry};
+use crate::order::{self, Order};
 use crate::page::node::LeafValue;
 use crate::page::{self, CatalogEntry, DbRecord, Page, Pgno, HDR, META_PAGES};
 use crate::txn::gc;
@@ -121,7 +123,13 @@ struct Walk<'a> {
     src: MapSource<'a>,
     uses: Vec<Use>,
     report: CheckReport,
+    /// The key order of the tree being walked; `None`: not checked (a user
+    /// comparator not attached in this environment).
+    ord: Option<Order<'a>>,
 }
+
+/// A named database found in the catalog: name, record, comparator name.
+type NamedTree = (String, DbRecord, Option<String>);
 
 /// Checks the snapshot `src` of txnid `txnid` with the given tree records.
 pub(crate) fn check(
@@ -130,18 +138,22 @@ pub(crate) fn check(
     gc_rec: &DbRecord,
     catalog: &DbRecord,
     main: &DbRecord,
+    registry: &Registry,
 ) -> CheckReport {
-    walk(src, txnid, gc_rec, catalog, main).0
+    walk(src, txnid, gc_rec, catalog, main, registry).0
 }
 
 /// [`check`], and for each page number below `next_pgno` whether a tree of
-/// the snapshot uses it (what a physical copy must carry).
-pub(crate) fn walk(
-    src: MapSource<'_>,
+/// the snapshot uses it (what a physical copy must carry). Keys are checked
+/// in each database's order; a user comparator's order only when the
+/// comparator is attached to the database's handle in `registry`.
+pub(crate) fn walk<'a>(
+    src: MapSource<'a>,
     txnid: u64,
     gc_rec: &DbRecord,
     catalog: &DbRecord,
     main: &DbRecord,
+    registry: &'a Registry,
 ) -> (CheckReport, Vec<bool>) {
     let pages = u64::from(src.limit);
     let mut w = Walk {
@@ -153,14 +165,24 @@ pub(crate) fn walk(
             pages,
             ..CheckReport::default()
         },
+        ord: Some(Order::Bytewise),
     };
     w.tree("gc", gc_rec, |w, k, v, pgno| w.gc_record(k, v, pgno, txnid));
-    let mut named: Vec<(String, DbRecord)> = Vec::new();
+    let mut named: Vec<NamedTree> = Vec::new();
+    let mut main_cmp = None;
     w.tree("catalog", catalog, |w, k, v, pgno| {
-        w.catalog_entry(k, v, pgno, &mut named)
+        w.catalog_entry(k, v, pgno, &mut named, &mut main_cmp)
     });
+    w.ord = w.tree_order(
+        "main",
+        main,
+        main_cmp.as_deref(),
+        registry.comparator(Database::MAIN),
+    );
     w.tree("main", main, |_, _, _, _| {});
-    for (name, rec) in &named {
+    for (name, rec, cmp) in &named {
+        let attached = registry.find(name).and_then(|db| registry.comparator(db));
+        w.ord = w.tree_order(name, rec, cmp.as_deref(), attached);
         w.tree(name, rec, |_, _, _, _| {});
     }
     w.leaks();
@@ -171,6 +193,41 @@ pub(crate) fn walk(
 impl<'a> Walk<'a> {
     fn problem(&mut self, page: u64, tree: &str, what: impl Into<String>) {
         self.report.push(page, tree, what);
+    }
+
+    /// The order to check tree `name` in: its record's flags, the
+    /// comparator name recorded in the catalog, and the comparator
+    /// attached to its handle (`None`: the order is not checked).
+    fn tree_order(
+        &mut self,
+        name: &str,
+        rec: &DbRecord,
+        recorded: Option<&str>,
+        attached: Option<&'a std::sync::Arc<dyn order::Comparator>>,
+    ) -> Option<Order<'a>> {
+        let at = u64::from(rec.root);
+        match Order::builtin(rec.flags) {
+            Err(what) => {
+                self.problem(at, name, what);
+                None
+            }
+            Ok(Some(o)) => {
+                if recorded.is_some() {
+                    let what = "a comparator is named for a database in a built-in key order";
+                    self.problem(at, name, what);
+                }
+                Some(o)
+            }
+            Ok(None) => {
+                let Some(recorded) = recorded else {
+                    self.problem(at, name, "user key order without a comparator name");
+                    return None;
+                };
+                attached
+                    .filter(|c| c.name() == recorded)
+                    .map(|c| Order::Custom(&**c))
+            }
+        }
     }
 
     /// Marks `n` pages from `pgno` as used for `u`; a problem if any is
@@ -297,7 +354,7 @@ impl<'a> Walk<'a> {
                 Ok(nd) => nd,
                 Err(e) => return self.problem(at, tree, error_what(e)),
             };
-            if let Some(what) = order_problem(prev, nd.key, n.lo, n.hi) {
+            if let Some(what) = order_problem(self.ord, prev, nd.key, n.lo, n.hi) {
                 self.problem(at, tree, format!("leaf node {i}: {what}"));
             }
             prev = Some(nd.key);
@@ -377,7 +434,7 @@ impl<'a> Walk<'a> {
         }
         for i in 1..nodes.len() {
             let prev = (i > 1).then(|| nodes[i - 1].key);
-            if let Some(what) = order_problem(prev, nodes[i].key, n.lo, n.hi) {
+            if let Some(what) = order_problem(self.ord, prev, nodes[i].key, n.lo, n.hi) {
                 self.problem(at, tree, format!("branch node {i}: {what}"));
             }
         }
@@ -412,13 +469,15 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// One catalog entry: a named database to walk, or the main database's settings.
+    /// One catalog entry: a named database to walk, or the main database's
+    /// settings (its comparator's name goes to `main_cmp`).
     fn catalog_entry(
         &mut self,
         k: &[u8],
         v: &[u8],
         pgno: Pgno,
-        named: &mut Vec<(String, DbRecord)>,
+        named: &mut Vec<NamedTree>,
+        main_cmp: &mut Option<String>,
     ) {
         let at = u64::from(pgno);
         let e = match CatalogEntry::decode(v) {
@@ -433,10 +492,11 @@ impl<'a> Walk<'a> {
                     "the main database's settings carry a tree record",
                 );
             }
+            *main_cmp = e.comparator.map(Into::into);
             return;
         }
         match std::str::from_utf8(k) {
-            Ok(name) => named.push((name.into(), e.rec)),
+            Ok(name) => named.push((name.into(), e.rec, e.comparator.map(Into::into))),
             Err(_) => self.problem(at, "catalog", "database name is not UTF-8"),
         }
     }
@@ -470,20 +530,27 @@ struct Node<'k> {
     hi: Option<&'k [u8]>,
 }
 
-/// Whether `key` follows `prev` strictly and lies in `lo..hi`.
+/// Whether `key` follows `prev` strictly and lies in `lo..hi` in the
+/// tree's order `ord` (`None`: not checked), and has the size an integer
+/// order wants.
 fn order_problem(
+    ord: Option<Order<'_>>,
     prev: Option<&[u8]>,
     key: &[u8],
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> Option<&'static str> {
-    if prev.is_some_and(|p| p >= key) {
+    let ord = ord?;
+    if !ord.fits(key) {
+        return Some("key of the wrong size for the integer key order");
+    }
+    if prev.is_some_and(|p| !ord.lt(p, key)) {
         return Some("key not greater than the one before it");
     }
-    if lo.is_some_and(|lo| key < lo) {
+    if lo.is_some_and(|lo| ord.lt(key, lo)) {
         return Some("key below its parent's separator");
     }
-    if hi.is_some_and(|hi| key >= hi) {
+    if hi.is_some_and(|hi| !ord.lt(key, hi)) {
         return Some("key at or above the next separator in the parent");
     }
     None

@@ -11,7 +11,8 @@
 //! - **Compact copy** (`MDB_CP_COMPACT`). Every database is re-inserted in
 //!   key order into a new environment, so pages are filled full (the append
 //!   path) and no free page is carried over; named databases keep their
-//!   settings (the merge operator's name). The copy starts at a new txnid.
+//!   settings (the merge operator's name) and key order (a user comparator
+//!   must be attached to the source's handle). The copy starts at a new txnid.
 //!
 //! Either way the copy is written as `data.sdb.tmp` in the destination
 //! directory, synced, and renamed to `data.sdb`: a failed copy leaves no
@@ -78,7 +79,7 @@ fn publish(file: &File, tmp: &Path, data: &Path) -> Result<u64> {
 /// A physical copy of the snapshot of `txn` into the directory `dir`.
 pub(crate) fn copy_physical(env: &Env, txn: &RoTxn<'_>, dir: &Path) -> Result<CopyInfo> {
     let (src, txnid, gc, catalog, main) = txn.parts();
-    let (report, in_tree) = crate::check::walk(src, txnid, &gc, &catalog, &main);
+    let (report, in_tree) = crate::check::walk(src, txnid, &gc, &catalog, &main, &env.registry);
     if let Some(p) = report.problems.first() {
         return Err(Error::corrupted(
             p.page,
@@ -201,8 +202,11 @@ fn fill_compact(env: &Env, txn: &RoTxn<'_>, work: &Path) -> Result<(u64, u64)> {
             continue;
         };
         let merge = txn.merge_operator_name(name.as_deref())?;
+        // The copy is built in the source's order (a user comparator's
+        // order needs it attached to the source's handle).
+        let opts = crate::DbOptions::new().key_order(txn.key_order(db)?);
         let mut w = out.write_txn()?;
-        let to = w.create_db(name.as_deref())?;
+        let to = w.create_db_with(name.as_deref(), &opts)?;
         if let Some(op) = merge {
             w.record_operator_name(to, &op)?;
         }

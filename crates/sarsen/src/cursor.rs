@@ -9,6 +9,7 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::btree::{self, MapSource, Source, MAX_DEPTH};
 use crate::error::Result;
+use crate::order::Order;
 use crate::page::{DbRecord, LeafValue, Page, Pgno};
 use crate::txn::writer::WSource;
 
@@ -57,16 +58,19 @@ enum Pos {
 pub(crate) struct RawCursor<'a> {
     src: AnySource<'a>,
     rec: DbRecord,
+    ord: Order<'a>,
     stack: [(Page<'a>, usize); MAX_DEPTH],
     depth: usize,
     pos: Pos,
 }
 
 impl<'a> RawCursor<'a> {
-    pub(crate) fn new(src: AnySource<'a>, rec: DbRecord) -> RawCursor<'a> {
+    /// A cursor over the tree `rec`, whose keys are sorted by `ord`.
+    pub(crate) fn new(src: AnySource<'a>, rec: DbRecord, ord: Order<'a>) -> RawCursor<'a> {
         RawCursor {
             src,
             rec,
+            ord,
             stack: [(Page::empty(), 0); MAX_DEPTH],
             depth: 0,
             pos: Pos::Unset,
@@ -131,7 +135,7 @@ impl<'a> RawCursor<'a> {
         self.current()
     }
 
-    /// Moves to the first entry with a key `>= key`.
+    /// Moves to the first entry with a key `>= key` (in the tree's order).
     pub(crate) fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'a>>> {
         if self.rec.root == 0 {
             self.pos = Pos::PastEnd;
@@ -145,7 +149,7 @@ impl<'a> RawCursor<'a> {
                 return Err(btree::bad_level(pgno));
             }
             if p.is_leaf() {
-                let (i, _) = p.search_leaf(key)?;
+                let (i, _) = p.search_leaf(key, self.ord)?;
                 self.stack[level] = (p, i);
                 self.depth = depth;
                 self.pos = Pos::At;
@@ -155,7 +159,7 @@ impl<'a> RawCursor<'a> {
                 }
                 return self.current();
             }
-            let i = p.search_branch(key)?;
+            let i = p.search_branch(key, self.ord)?;
             self.stack[level] = (p, i);
             pgno = p.branch(i)?.child;
         }
@@ -279,9 +283,9 @@ pub struct Cursor<'txn> {
 }
 
 impl<'txn> Cursor<'txn> {
-    pub(crate) fn new(src: AnySource<'txn>, rec: DbRecord) -> Cursor<'txn> {
+    pub(crate) fn new(src: AnySource<'txn>, rec: DbRecord, ord: Order<'txn>) -> Cursor<'txn> {
         Cursor {
-            raw: RawCursor::new(src, rec),
+            raw: RawCursor::new(src, rec, ord),
         }
     }
 
@@ -307,8 +311,8 @@ impl<'txn> Cursor<'txn> {
     pub fn current(&self) -> Result<Option<Entry<'txn>>> {
         self.raw.current()
     }
-    /// Moves to the first entry whose key is `>= key` (bytewise).
-    /// `MDB_SET_RANGE`.
+    /// Moves to the first entry whose key is `>= key` in the database's
+    /// [`KeyOrder`](crate::KeyOrder). `MDB_SET_RANGE`.
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'txn>>> {
         self.raw.seek(key)
     }
@@ -354,7 +358,8 @@ impl<'txn> Cursor<'txn> {
     }
 }
 
-/// An iterator over a key range of one database, in key order; `.rev()`
+/// An iterator over a key range of one database, in the database's key
+/// order ([`KeyOrder`](crate::KeyOrder); the range bounds too); `.rev()`
 /// walks it backwards. Items are `Result`s: a damaged page ends the
 /// iteration with one `Err`.
 pub struct Iter<'txn> {
@@ -381,9 +386,10 @@ impl<'txn> Iter<'txn> {
     pub(crate) fn new<'k, R: RangeBounds<&'k [u8]>>(
         src: AnySource<'txn>,
         rec: DbRecord,
+        ord: Order<'txn>,
         range: R,
     ) -> Iter<'txn> {
-        let c = RawCursor::new(src, rec);
+        let c = RawCursor::new(src, rec, ord);
         Iter {
             front: c.clone(),
             back: c,
@@ -423,19 +429,21 @@ impl<'txn> Iter<'txn> {
 
     #[inline]
     fn in_end(&self, k: &[u8]) -> bool {
+        let ord = self.front.ord;
         match &self.end {
             Bound::Unbounded => true,
-            Bound::Included(e) => k <= e.as_slice(),
-            Bound::Excluded(e) => k < e.as_slice(),
+            Bound::Included(e) => !ord.lt(e, k),
+            Bound::Excluded(e) => ord.lt(k, e),
         }
     }
 
     #[inline]
     fn in_start(&self, k: &[u8]) -> bool {
+        let ord = self.front.ord;
         match &self.start {
             Bound::Unbounded => true,
-            Bound::Included(s) => k >= s.as_slice(),
-            Bound::Excluded(s) => k > s.as_slice(),
+            Bound::Included(s) => !ord.lt(k, s),
+            Bound::Excluded(s) => ord.lt(s, k),
         }
     }
 
@@ -451,10 +459,11 @@ impl<'txn> Iter<'txn> {
                 None
             }
             Ok(Some((k, v))) => {
+                let ord = self.front.ord;
                 let inside = if fwd {
-                    self.in_end(k) && self.back_key.is_none_or(|b| k < b)
+                    self.in_end(k) && self.back_key.is_none_or(|b| ord.lt(k, b))
                 } else {
-                    self.in_start(k) && self.front_key.is_none_or(|f| k > f)
+                    self.in_start(k) && self.front_key.is_none_or(|f| ord.lt(f, k))
                 };
                 if !inside {
                     self.done = true;

@@ -11,12 +11,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
+use crate::order::{self, Comparator, KeyOrder, Order};
 use crate::page::DbRecord;
 
 /// A handle to a database of an environment: the unnamed main database or a
 /// named one (LMDB's `MDB_dbi`). Cheap to copy; valid for the life of the
 /// [`Env`](crate::Env) that gave it. Keys are ordered bytewise (`memcmp`,
-/// a shorter key before its extensions).
+/// a shorter key before its extensions) unless the database was created
+/// with another [`KeyOrder`] ([`DbOptions::key_order`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Database {
     pub(crate) dbi: u32,
@@ -49,12 +51,49 @@ impl Database {
 #[non_exhaustive]
 pub struct DbOptions {
     pub(crate) merge: Option<Arc<dyn MergeOperator>>,
+    pub(crate) order: Option<KeyOrder>,
 }
 
 impl DbOptions {
-    /// No merge operator.
+    /// No merge operator, no key order required.
     pub fn new() -> DbOptions {
         DbOptions::default()
+    }
+
+    /// The order of the database's keys (LMDB's `MDB_REVERSEKEY` and
+    /// `MDB_INTEGERKEY` flags of `mdb_dbi_open`, `mdb_set_compare`;
+    /// RocksDB's `Options::comparator`). A database created with it
+    /// records it; the main database, which always exists, takes it from
+    /// the first write transaction that opens it with an order while it is
+    /// empty and still bytewise. Opening a database that records another
+    /// order (or a comparator of another name) fails with
+    /// [`Error::KeyOrderMismatch`].
+    ///
+    /// Without this option an existing database is opened in the order it
+    /// records (libmdbx's `MDBX_DB_ACCEDE`) and a new one is bytewise; a
+    /// database that records a user comparator must be opened with it
+    /// ([`Error::NoComparator`] otherwise). The comparator is attached to
+    /// the handle for the life of the environment, like a merge operator.
+    ///
+    /// ```
+    /// use sarsen::{DbOptions, KeyOrder};
+    /// # fn main() -> Result<(), sarsen::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe { sarsen::Env::open(dir.path())? };
+    /// let mut w = env.write_txn()?;
+    /// let ids = w.create_db_with(Some("ids"), &DbOptions::new().key_order(KeyOrder::U64))?;
+    /// for id in [300u64, 2, 70_000] {
+    ///     w.put(ids, &id.to_ne_bytes(), b"")?;
+    /// }
+    /// let first = w.iter(ids)?.next().unwrap()?.0;
+    /// assert_eq!(first, &2u64.to_ne_bytes()[..]);
+    /// assert!(matches!(w.put(ids, b"abc", b""), Err(sarsen::Error::BadKeySize { len: 3, expected: 8 })));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn key_order(mut self, order: KeyOrder) -> DbOptions {
+        self.order = Some(order);
+        self
     }
 
     /// Attaches `op` as the database's merge operator (RocksDB's
@@ -79,6 +118,7 @@ impl fmt::Debug for DbOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DbOptions")
             .field("merge_operator", &self.merge.as_ref().map(|m| m.name()))
+            .field("key_order", &self.order)
             .finish()
     }
 }
@@ -115,11 +155,12 @@ impl Stat {
 }
 
 /// Names of the databases handed out by an environment, by handle index,
-/// and the merge operators attached to them. Append-only and lock-free to
-/// read, so resolving a handle costs no lock.
+/// and the merge operators and comparators attached to them. Append-only
+/// and lock-free to read, so resolving a handle costs no lock.
 pub(crate) struct Registry {
     names: Box<[OnceLock<Box<str>>]>,
     operators: Box<[OnceLock<Arc<dyn MergeOperator>>]>,
+    comparators: Box<[OnceLock<Arc<dyn Comparator>>]>,
     len: AtomicU32,
     add: Mutex<()>,
 }
@@ -130,6 +171,7 @@ impl Registry {
         Registry {
             names: (0..=max).map(|_| OnceLock::new()).collect(),
             operators: (0..=max).map(|_| OnceLock::new()).collect(),
+            comparators: (0..=max).map(|_| OnceLock::new()).collect(),
             len: AtomicU32::new(1),
             add: Mutex::new(()),
         }
@@ -155,7 +197,8 @@ impl Registry {
         Ok(Database { dbi: i })
     }
 
-    fn find(&self, name: &str) -> Option<Database> {
+    /// The handle of `name` if it has one (registers nothing).
+    pub(crate) fn find(&self, name: &str) -> Option<Database> {
         let n = self.len.load(Ordering::Acquire);
         (1..n)
             .find(|&i| self.names[i as usize].get().is_some_and(|s| &**s == name))
@@ -202,6 +245,59 @@ impl Registry {
     #[inline]
     pub(crate) fn operator(&self, db: Database) -> Option<&Arc<dyn MergeOperator>> {
         self.operators.get(db.dbi as usize).and_then(OnceLock::get)
+    }
+}
+
+impl Registry {
+    /// Attaches the user comparator `c` to `db` for the life of the
+    /// environment; attaching one of the same name again is a no-op.
+    ///
+    /// Errors: [`Error::KeyOrderMismatch`] if one of another name is
+    /// attached; [`Error::InvalidArgument`] for a name of 0 or over 255 bytes.
+    pub(crate) fn attach_comparator(&self, db: Database, c: &Arc<dyn Comparator>) -> Result<()> {
+        order::check_name(c.name())?;
+        let slot = self
+            .comparators
+            .get(db.dbi as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown database handle {}", db.dbi)))?;
+        let have = slot.get_or_init(|| Arc::clone(c));
+        if have.name() != c.name() {
+            return Err(Error::KeyOrderMismatch {
+                db: self.name(db)?.unwrap_or_default().into(),
+                recorded: order::describe(order::CODE_CUSTOM, Some(have.name())),
+                given: order::describe(order::CODE_CUSTOM, Some(c.name())),
+            });
+        }
+        Ok(())
+    }
+
+    /// The comparator attached to `db`, if any.
+    #[inline]
+    pub(crate) fn comparator(&self, db: Database) -> Option<&Arc<dyn Comparator>> {
+        self.comparators
+            .get(db.dbi as usize)
+            .and_then(OnceLock::get)
+    }
+
+    /// The user order of `db`, whose record says it has one, named
+    /// `recorded` in the catalog: the attached comparator, which must have
+    /// that name.
+    pub(crate) fn custom_order(&self, db: Database, recorded: Option<&str>) -> Result<Order<'_>> {
+        let dbname = || -> Result<String> { Ok(self.name(db)?.unwrap_or_default().into()) };
+        let Some(c) = self.comparator(db) else {
+            return Err(Error::NoComparator {
+                db: dbname()?,
+                name: recorded.unwrap_or_default().into(),
+            });
+        };
+        if recorded != Some(c.name()) {
+            return Err(Error::KeyOrderMismatch {
+                db: dbname()?,
+                recorded: order::describe(order::CODE_CUSTOM, recorded),
+                given: order::describe(order::CODE_CUSTOM, Some(c.name())),
+            });
+        }
+        Ok(Order::Custom(&**c))
     }
 }
 

@@ -583,8 +583,11 @@ impl Env {
             self.verify_tree(src, rec, m.txnid, &mut seen)?;
         }
         if m.catalog.root != 0 {
-            let mut c =
-                crate::cursor::RawCursor::new(crate::cursor::AnySource::Map(src), m.catalog);
+            let mut c = crate::cursor::RawCursor::new(
+                crate::cursor::AnySource::Map(src),
+                m.catalog,
+                crate::order::Order::Bytewise,
+            );
             let mut e = c.first()?;
             while let Some((_, v)) = e {
                 if let Some(rec) = DbRecord::decode(v) {

@@ -142,6 +142,43 @@ pub enum Error {
         /// The database's name ("" for the main database).
         db: String,
     },
+    /// A database was opened with a key order other than the one recorded
+    /// for it ([`DbOptions::key_order`](crate::DbOptions::key_order)), or
+    /// with a user comparator whose name differs from the recorded one or
+    /// from the one attached to its handle earlier (LMDB's
+    /// `MDB_INCOMPATIBLE`; RocksDB refuses a column family opened with
+    /// another comparator). `db` is empty for the main database.
+    #[error("database {db:?} is ordered by {recorded}, not {given}")]
+    KeyOrderMismatch {
+        /// The database's name ("" for the main database).
+        db: String,
+        /// The order recorded (or attached before).
+        recorded: String,
+        /// The order given now.
+        given: String,
+    },
+    /// A database whose keys are in a user comparator's order was used
+    /// without that comparator attached to its handle (give it with
+    /// [`DbOptions::key_order`](crate::DbOptions::key_order) when opening
+    /// the database): its keys cannot be searched without it.
+    #[error("database {db:?} is ordered by comparator {name:?}, which is not attached")]
+    NoComparator {
+        /// The database's name ("" for the main database).
+        db: String,
+        /// The comparator's name recorded for the database.
+        name: String,
+    },
+    /// A key whose length does not fit the database's integer key order
+    /// ([`KeyOrder::U32`](crate::KeyOrder::U32) takes 4-byte keys,
+    /// [`KeyOrder::U64`](crate::KeyOrder::U64) 8-byte keys; LMDB's
+    /// `MDB_BAD_VALSIZE`). Nothing was written.
+    #[error("key of {len} bytes in a database of {expected}-byte integer keys")]
+    BadKeySize {
+        /// Length of the key given, bytes.
+        len: usize,
+        /// The length the database's keys have, bytes.
+        expected: usize,
+    },
     /// The file was made by an incompatible format version or another program.
     #[error("incompatible file: {0}")]
     Incompatible(String),
@@ -174,6 +211,9 @@ impl Error {
                 | Error::MergeOperatorMismatch { .. }
                 | Error::NoMergeOperator { .. }
                 | Error::KeyNotGreater
+                | Error::KeyOrderMismatch { .. }
+                | Error::NoComparator { .. }
+                | Error::BadKeySize { .. }
         )
     }
 

@@ -12,7 +12,9 @@
 //! - [`MergeOperator`] and the built-in operators of [`merge`]:
 //!   read-modify-write in one call ([`RwTxn::merge`], from RocksDB).
 //!
-//! Keys are ordered bytewise. Values returned by reads borrow the
+//! Keys are ordered bytewise unless a database is created with another
+//! [`KeyOrder`] (reverse bytewise, native integers, or a user
+//! [`Comparator`], from LMDB). Values returned by reads borrow the
 //! transaction and point into the map (zero copy).
 //!
 //! ```
@@ -46,6 +48,7 @@ mod env;
 mod error;
 mod io;
 pub mod merge;
+mod order;
 mod page;
 mod readers;
 mod txn;
@@ -57,6 +60,7 @@ pub use db::{Database, DbOptions, Stat};
 pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
 pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};
+pub use order::{Comparator, KeyOrder, MAX_COMPARATOR_NAME};
 pub use readers::{ReaderInfo, SlowReader, SlowReaderAction, SlowReaderHandler};
 pub use txn::{InactiveRoTxn, NestedTxn, RoTxn, RwTxn, TxnInfo};
 

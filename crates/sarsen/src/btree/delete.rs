@@ -12,16 +12,24 @@ use super::insert::{branch_node, remove_leaf_node, set_child, touch_path};
 use super::{descend, Path, Source};
 use crate::error::{Error, Result};
 use crate::io::Map;
+use crate::order::Order;
 use crate::page::{edit, DbRecord, Kind, Page, Pgno, HDR};
 use crate::txn::writer::Writer;
 
-/// Deletes `key` from `rec`; `Ok(false)` if it was not there.
-pub(crate) fn delete(w: &mut Writer, map: &Map, rec: &mut DbRecord, key: &[u8]) -> Result<bool> {
+/// Deletes `key` from `rec`, a tree sorted by `ord`; `Ok(false)` if it was
+/// not there.
+pub(crate) fn delete(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<bool> {
     if rec.root == 0 {
         return Ok(false);
     }
     w.clear_hint(rec.root);
-    let (mut path, found) = descend(w.source(map), rec, key)?;
+    let (mut path, found) = descend(w.source(map), rec, ord, key)?;
     if !found {
         return Ok(false);
     }

@@ -13,18 +13,25 @@
 
 use super::{descend, Source};
 use crate::error::Result;
+use crate::order::Order;
 use crate::page::DbRecord;
 
 /// Branch pages with at most this many children have them weighed by
 /// their own sizes (that many extra page reads at most, per such level).
 const WEIGHED_FANOUT: usize = 64;
 
-/// The estimated number of entries with keys `< key` in the tree `rec`.
-pub(crate) fn rank<'a, S: Source<'a>>(s: S, rec: &DbRecord, key: &[u8]) -> Result<f64> {
+/// The estimated number of entries with keys before `key` (in the tree's
+/// order `ord`) in the tree `rec`.
+pub(crate) fn rank<'a, S: Source<'a>>(
+    s: S,
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<f64> {
     if rec.root == 0 || rec.entries == 0 {
         return Ok(0.0);
     }
-    let (path, _) = descend(s, rec, key)?;
+    let (path, _) = descend(s, rec, ord, key)?;
     let mut frac = 0.0;
     for level in (0..path.len).rev() {
         let st = path.steps[level];

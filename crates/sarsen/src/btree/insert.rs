@@ -9,6 +9,7 @@ use super::{descend, Path, Source};
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
 use crate::io::Map;
+use crate::order::Order;
 use crate::page::node::{self, BranchNode, LeafValue, FRESH};
 use crate::page::{edit, DbRecord, Kind, Page, Pgno, HDR};
 use crate::txn::writer::Writer;
@@ -23,6 +24,7 @@ pub(crate) fn put(
     w: &mut Writer,
     map: &Map,
     rec: &mut DbRecord,
+    ord: Order<'_>,
     key: &[u8],
     val: &[u8],
 ) -> Result<()> {
@@ -33,10 +35,10 @@ pub(crate) fn put(
         rec.depth = 1;
         rec.leaf_pages = rec.leaf_pages.saturating_add(1);
     }
-    let (path, found, hinted) = match append_path(w, map, rec, key)? {
+    let (path, found, hinted) = match append_path(w, map, rec, ord, key)? {
         Some(path) => (path, false, true),
         None => {
-            let (mut path, found) = descend(w.source(map), rec, key)?;
+            let (mut path, found) = descend(w.source(map), rec, ord, key)?;
             touch_path(w, map, rec, &mut path)?;
             (path, found, false)
         }
@@ -52,6 +54,7 @@ pub(crate) fn merge(
     w: &mut Writer,
     map: &Map,
     rec: &mut DbRecord,
+    ord: Order<'_>,
     key: &[u8],
     out: &mut Vec<u8>,
     f: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<()>,
@@ -60,9 +63,9 @@ pub(crate) fn merge(
     if rec.root == 0 {
         f(None, out)?;
         check_value_len(out.len())?;
-        return put(w, map, rec, key, out);
+        return put(w, map, rec, ord, key, out);
     }
-    let (mut path, found) = descend(w.source(map), rec, key)?;
+    let (mut path, found) = descend(w.source(map), rec, ord, key)?;
     {
         let s = w.source(map);
         let old = if found {
@@ -167,9 +170,15 @@ fn put_at(
 
 /// Sequential inserts without `MDB_APPEND`: if the last put into this tree
 /// appended at its right edge (and nothing else changed the tree since),
-/// and `key` sorts after the last key of that rightmost leaf, returns the
-/// (dirty) path to the end of that leaf, skipping the descent.
-fn append_path(w: &mut Writer, map: &Map, rec: &DbRecord, key: &[u8]) -> Result<Option<Path>> {
+/// and `key` sorts after the last key of that rightmost leaf (in `ord`),
+/// returns the (dirty) path to the end of that leaf, skipping the descent.
+fn append_path(
+    w: &mut Writer,
+    map: &Map,
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<Option<Path>> {
     let Some((root, mut path)) = w.append_hint.take() else {
         return Ok(None);
     };
@@ -184,7 +193,7 @@ fn append_path(w: &mut Writer, map: &Map, rec: &DbRecord, key: &[u8]) -> Result<
     }
     let p = w.source(map).page(leaf)?;
     let n = p.len();
-    if n == 0 || p.leaf(n - 1)?.key >= key {
+    if n == 0 || !ord.lt(p.leaf(n - 1)?.key, key) {
         return Ok(None);
     }
     path.steps[path.len - 1].idx = n;

@@ -13,6 +13,7 @@ pub(crate) mod seal;
 
 use crate::error::{Error, Result};
 use crate::io::Map;
+use crate::order::Order;
 use crate::page::{self, DbRecord, Layout, LeafValue, Page, Pgno};
 
 /// Deepest tree accepted (as LMDB's cursor stack). With at least two keys
@@ -137,9 +138,14 @@ pub(crate) fn bad_level(pgno: Pgno) -> Error {
     )
 }
 
-/// Point lookup: touches only the root-to-leaf path, allocates nothing.
+/// Point lookup in a tree sorted by `ord`: touches only the root-to-leaf path, allocates nothing.
 #[inline]
-pub(crate) fn get<'a, S: Source<'a>>(s: S, rec: &DbRecord, key: &[u8]) -> Result<Option<&'a [u8]>> {
+pub(crate) fn get<'a, S: Source<'a>>(
+    s: S,
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<Option<&'a [u8]>> {
     if rec.root == 0 {
         return Ok(None);
     }
@@ -151,13 +157,13 @@ pub(crate) fn get<'a, S: Source<'a>>(s: S, rec: &DbRecord, key: &[u8]) -> Result
             return Err(bad_level(pgno));
         }
         if p.is_leaf() {
-            let (i, eq) = p.search_leaf(key)?;
+            let (i, eq) = p.search_leaf(key, ord)?;
             if !eq {
                 return Ok(None);
             }
             return s.value(p.leaf(i)?.value).map(Some);
         }
-        pgno = p.branch(p.search_branch(key)?)?.child;
+        pgno = p.branch(p.search_branch(key, ord)?)?.child;
     }
     Err(bad_level(pgno))
 }
@@ -188,9 +194,14 @@ impl Path {
     }
 }
 
-/// Descends to the leaf where `key` is or would be. Returns the path (leaf
+/// Descends to the leaf where `key` is or would be in `ord`. Returns the path (leaf
 /// index = first key `>= key`) and whether the key was found.
-pub(crate) fn descend<'a, S: Source<'a>>(s: S, rec: &DbRecord, key: &[u8]) -> Result<(Path, bool)> {
+pub(crate) fn descend<'a, S: Source<'a>>(
+    s: S,
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<(Path, bool)> {
     let depth = check_depth(rec)?;
     let mut path = Path::new();
     let mut pgno = rec.root;
@@ -200,12 +211,12 @@ pub(crate) fn descend<'a, S: Source<'a>>(s: S, rec: &DbRecord, key: &[u8]) -> Re
             return Err(bad_level(pgno));
         }
         if p.is_leaf() {
-            let (i, eq) = p.search_leaf(key)?;
+            let (i, eq) = p.search_leaf(key, ord)?;
             path.steps[level - 1] = Step { pgno, idx: i };
             path.len = level;
             return Ok((path, eq));
         }
-        let i = p.search_branch(key)?;
+        let i = p.search_branch(key, ord)?;
         path.steps[level - 1] = Step { pgno, idx: i };
         pgno = p.branch(i)?.child;
     }

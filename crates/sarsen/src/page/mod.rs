@@ -33,6 +33,7 @@ pub(crate) use record::{CatalogEntry, DbRecord};
 use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
+use crate::order::Order;
 
 /// A page number: the page's byte offset divided by the page size.
 pub(crate) type Pgno = u32;
@@ -279,13 +280,23 @@ impl<'a> Page<'a> {
             .ok_or_else(|| self.err("key overruns the page"))
     }
 
-    /// Leaf: the first index whose key is `>= key`, and whether it is equal.
+    /// Leaf: the first index whose key is `>= key` in `ord`, and whether
+    /// it is equal. The bytewise order gets its own monomorphised search
+    /// (a slice comparison per probe, no dispatch).
     #[inline]
-    pub(crate) fn search_leaf(&self, key: &[u8]) -> Result<(usize, bool)> {
+    pub(crate) fn search_leaf(&self, key: &[u8], ord: Order<'_>) -> Result<(usize, bool)> {
+        match ord {
+            Order::Bytewise => self.search_leaf_by(|k| k.cmp(key)),
+            _ => self.search_leaf_by(|k| ord.cmp(k, key)),
+        }
+    }
+
+    #[inline(always)]
+    fn search_leaf_by(&self, cmp: impl Fn(&[u8]) -> Ordering) -> Result<(usize, bool)> {
         let (mut lo, mut hi) = (0usize, self.n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.key_at(mid, 2, node::LEAF_HDR)?.cmp(key) {
+            match cmp(self.key_at(mid, 2, node::LEAF_HDR)?) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Equal => return Ok((mid, true)),
                 Ordering::Greater => hi = mid,
@@ -295,16 +306,24 @@ impl<'a> Page<'a> {
     }
 
     /// Branch: the index of the child whose range holds `key` (the last node
-    /// whose key is `<= key`; node 0 counts as less than every key).
+    /// whose key is `<= key` in `ord`; node 0 counts as less than every key).
     #[inline]
-    pub(crate) fn search_branch(&self, key: &[u8]) -> Result<usize> {
+    pub(crate) fn search_branch(&self, key: &[u8], ord: Order<'_>) -> Result<usize> {
+        match ord {
+            Order::Bytewise => self.search_branch_by(|k| k.cmp(key)),
+            _ => self.search_branch_by(|k| ord.cmp(k, key)),
+        }
+    }
+
+    #[inline(always)]
+    fn search_branch_by(&self, cmp: impl Fn(&[u8]) -> Ordering) -> Result<usize> {
         if self.n == 0 {
             return Err(self.err("branch page without children"));
         }
         let (mut lo, mut hi) = (1usize, self.n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.key_at(mid, 14, node::BRANCH_HDR)?.cmp(key) {
+            match cmp(self.key_at(mid, 14, node::BRANCH_HDR)?) {
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(mid),
                 Ordering::Less => lo = mid + 1,

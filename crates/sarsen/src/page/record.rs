@@ -6,7 +6,7 @@
 //! |-------:|-----:|-------|
 //! | 0  | 4 | root page number; 0 = empty tree |
 //! | 4  | 2 | depth (0 for an empty tree, 1 when the root is a leaf) |
-//! | 6  | 2 | flags: key order and duplicate mode (0 = bytewise keys, unique; others reserved) |
+//! | 6  | 2 | flags: bits 0..4 the key order (0 bytewise, 1 reverse bytewise, 2 `u32` integer keys, 3 `u64` integer keys, 4 a user comparator named in the settings; others reserved); bits 4..16 reserved for the duplicate mode (0 = unique keys) |
 //! | 8  | 8 | XXH3-64 checksum of the root page |
 //! | 16 | 8 | txnid of the commit that last wrote the root |
 //! | 24 | 8 | branch pages |
@@ -21,7 +21,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 64 | the record above (all zero for the main database, whose record is in the meta page) |
-//! | 64 | 1  | tag: 1 = name of the merge operator (UTF-8); other tags are reserved |
+//! | 64 | 1  | tag: 1 = name of the merge operator, 2 = name of the user comparator (both UTF-8); other tags are reserved |
 //! | 65 | 1  | length `n` of the field, bytes (1..=255) |
 //! | 66 | n  | the field |
 //! | ...| | further fields, each tag, length, bytes |
@@ -121,6 +121,8 @@ impl DbRecord {
 
 /// Settings tag: the merge operator's name.
 const TAG_MERGE: u8 = 1;
+/// Settings tag: the user comparator's name (record order code 4).
+const TAG_COMPARATOR: u8 = 2;
 
 /// A catalog value: a database's record and settings, borrowed from the page.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,6 +130,8 @@ pub(crate) struct CatalogEntry<'a> {
     pub rec: DbRecord,
     /// Name of the merge operator recorded for the database.
     pub merge: Option<&'a str>,
+    /// Name of the user comparator recorded for the database.
+    pub comparator: Option<&'a str>,
 }
 
 impl<'a> CatalogEntry<'a> {
@@ -138,6 +142,7 @@ impl<'a> CatalogEntry<'a> {
             .and_then(DbRecord::decode)
             .ok_or("catalog value shorter than a record")?;
         let mut merge = None;
+        let mut comparator = None;
         let mut rest = &b[RECORD_LEN..];
         while let [tag, len, tail @ ..] = rest {
             let n = usize::from(*len);
@@ -148,6 +153,11 @@ impl<'a> CatalogEntry<'a> {
                         .map_err(|_| "merge operator name is not UTF-8")?;
                     merge = Some(name);
                 }
+                TAG_COMPARATOR if n > 0 => {
+                    let name =
+                        std::str::from_utf8(field).map_err(|_| "comparator name is not UTF-8")?;
+                    comparator = Some(name);
+                }
                 _ => return Err("unknown catalog setting"),
             }
             rest = &tail[n..];
@@ -155,18 +165,24 @@ impl<'a> CatalogEntry<'a> {
         if !rest.is_empty() {
             return Err("catalog setting overruns its value");
         }
-        Ok(CatalogEntry { rec, merge })
+        Ok(CatalogEntry {
+            rec,
+            merge,
+            comparator,
+        })
     }
 
     /// Encodes into `out` (cleared first). The caller has checked that the
-    /// merge operator's name is 1..=255 bytes.
+    /// names are 1..=255 bytes.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.clear();
         out.extend_from_slice(&self.rec.encode());
-        if let Some(name) = self.merge {
-            let n = name.len().min(255);
-            out.extend_from_slice(&[TAG_MERGE, n as u8]);
-            out.extend_from_slice(&name.as_bytes()[..n]);
+        for (tag, name) in [(TAG_MERGE, self.merge), (TAG_COMPARATOR, self.comparator)] {
+            if let Some(name) = name {
+                let n = name.len().min(255);
+                out.extend_from_slice(&[tag, n as u8]);
+                out.extend_from_slice(&name.as_bytes()[..n]);
+            }
         }
     }
 }
@@ -184,11 +200,32 @@ mod tests {
             ..DbRecord::default()
         };
         let mut b = Vec::new();
-        for merge in [None, Some("uint64add")] {
-            let e = CatalogEntry { rec, merge };
+        for (merge, comparator) in [
+            (None, None),
+            (None, Some("nocase")),
+            (Some("uint64add"), None),
+        ] {
+            let e = CatalogEntry {
+                rec,
+                merge,
+                comparator,
+            };
             e.encode(&mut b);
             assert_eq!(CatalogEntry::decode(&b), Ok(e));
         }
+        let both = CatalogEntry {
+            rec,
+            merge: Some("max"),
+            comparator: Some("nocase"),
+        };
+        both.encode(&mut b);
+        assert_eq!(CatalogEntry::decode(&b), Ok(both));
+        CatalogEntry {
+            rec,
+            merge: Some("uint64add"),
+            comparator: None,
+        }
+        .encode(&mut b);
         assert!(CatalogEntry::decode(&b[..63]).is_err());
         assert!(CatalogEntry::decode(&b[..b.len() - 1]).is_err());
         assert!(CatalogEntry::decode(&b[..65]).is_err());

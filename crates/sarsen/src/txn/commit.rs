@@ -47,10 +47,18 @@ fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
         let e = crate::page::CatalogEntry {
             rec: nd.rec,
             merge: nd.merge.as_deref(),
+            comparator: nd.comparator.as_deref(),
         };
         e.encode(entry);
         let mut cat = w.catalog;
-        insert::put(w, &env.map, &mut cat, name.as_bytes(), entry)?;
+        insert::put(
+            w,
+            &env.map,
+            &mut cat,
+            crate::order::Order::Bytewise,
+            name.as_bytes(),
+            entry,
+        )?;
         w.catalog = cat;
     }
     Ok(())

@@ -15,6 +15,7 @@ use crate::btree::{delete, insert};
 use crate::cursor::{AnySource, RawCursor};
 use crate::error::{Error, Result};
 use crate::io::Map;
+use crate::order::Order;
 use crate::page::{rd32, Pgno, META_PAGES};
 use crate::txn::writer::Writer;
 
@@ -34,7 +35,7 @@ pub(crate) fn key_txnid(k: &[u8]) -> Option<u64> {
 /// Pages listed in GC records of commits after `txnid`: those a reader of
 /// snapshot `txnid` keeps from reuse.
 pub(crate) fn pages_after(w: &Writer, map: &Map, txnid: u64) -> Result<u64> {
-    let mut c = RawCursor::new(AnySource::Write(w.source(map)), w.gc);
+    let mut c = RawCursor::new(AnySource::Write(w.source(map)), w.gc, Order::Bytewise);
     let mut n = 0;
     let mut e = c.seek(&key(txnid.saturating_add(1), 0))?;
     while let Some((_, v)) = e {
@@ -57,7 +58,7 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
     }
     let (k, pages) = {
         let src = AnySource::Write(w.source(map));
-        let mut c = RawCursor::new(src, w.gc);
+        let mut c = RawCursor::new(src, w.gc, Order::Bytewise);
         let bound = key(w.gc_bound, u32::MAX);
         let found = match c.seek(&bound)? {
             Some((k, _)) if k == bound => c.current()?,
@@ -100,7 +101,7 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
     w.reclaimed.extend_from_slice(&pages);
     w.loading_gc = true;
     let mut gc = w.gc;
-    let r = delete::delete(w, map, &mut gc, &k);
+    let r = delete::delete(w, map, &mut gc, Order::Bytewise, &k);
     w.loading_gc = false;
     if r.is_err() {
         // The record stays in the GC, so its pages must not be reusable
@@ -151,7 +152,14 @@ pub(crate) fn save(w: &mut Writer, map: &Map) -> Result<()> {
                 v.extend_from_slice(&p.to_le_bytes());
             }
             let mut gc = w.gc;
-            let r = insert::put(w, map, &mut gc, &key(w.txnid, i as u32), &v);
+            let r = insert::put(
+                w,
+                map,
+                &mut gc,
+                Order::Bytewise,
+                &key(w.txnid, i as u32),
+                &v,
+            );
             w.gc = gc;
             r?;
         }

@@ -18,6 +18,7 @@ use crate::db::{check_name, Database, DbOptions, Stat};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
+use crate::order::{self, KeyOrder, Order, ORDER_MASK};
 use crate::page::{CatalogEntry, DbRecord, MAX_VALUE};
 pub use info::TxnInfo;
 pub use nested::NestedTxn;
@@ -153,23 +154,58 @@ impl<'env> RoTxn<'env> {
         }
     }
 
+    /// The tree of `db` in this snapshot and the order of its keys.
+    fn tree_ord(&self, db: Database) -> Result<(DbRecord, Order<'env>)> {
+        let Some(name) = self.env.registry.name(db)? else {
+            return Ok((self.main, self.order(db, &self.main, None)?));
+        };
+        match lookup_entry(self.src, &self.catalog, name)? {
+            Some(e) => Ok((e.rec, self.order(db, &e.rec, e.comparator)?)),
+            None => Err(Error::DbNotFound { name: name.into() }),
+        }
+    }
+
+    /// The order of `db`'s tree `rec`; `comparator` is the name recorded
+    /// with a named database (the main database's is looked up here).
+    fn order(&self, db: Database, rec: &DbRecord, comparator: Option<&str>) -> Result<Order<'env>> {
+        resolve_order(self.env, db, rec, || {
+            if db.dbi != 0 {
+                return Ok(comparator);
+            }
+            Ok(lookup_entry(self.src, &self.catalog, "")?.and_then(|e| e.comparator))
+        })
+    }
+
+    /// The key order of `db` (LMDB's `mdb_dbi_flags`, as far as the order
+    /// goes): a user comparator's order needs it attached.
+    ///
+    /// Errors: [`Error::NoComparator`], [`Error::DbNotFound`].
+    pub fn key_order(&self, db: Database) -> Result<KeyOrder> {
+        Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
+    }
+
     /// The value of `key` in `db`, or `None`. Touches only the pages on
     /// the root-to-leaf path and allocates nothing.
     ///
     /// Errors: [`Error::DbNotFound`] if `db` was dropped; [`Error::Corrupted`].
+    /// A key of the wrong length for an integer order finds nothing.
     #[inline]
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
-        let rec = if db.dbi == 0 {
-            self.main
+        let (rec, ord) = if db.dbi == 0 && self.main.flags & ORDER_MASK == 0 {
+            (self.main, Order::Bytewise)
         } else {
-            self.tree(db)?
+            self.tree_ord(db)?
         };
-        btree::get(self.src, &rec, key)
+        if !ord.fits(key) {
+            return Ok(None);
+        }
+        btree::get(self.src, &rec, ord, key)
     }
 
     /// A cursor over `db`.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
-        Ok(Cursor::new(AnySource::Map(self.src), self.tree(db)?))
+        let (rec, ord) = self.tree_ord(db)?;
+        Ok(Cursor::new(AnySource::Map(self.src), rec, ord))
     }
 
     /// All entries of `db` in key order (`.rev()` for descending).
@@ -179,7 +215,8 @@ impl<'env> RoTxn<'env> {
 
     /// The entries of `db` whose keys fall in `range` (`..`, `a..b`,
     /// `a..=b`, `a..`, `..b` over `&[u8]`), in key order; `.rev()` walks
-    /// them backwards.
+    /// them backwards. Order and bounds follow the database's
+    /// [`KeyOrder`].
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -198,7 +235,8 @@ impl<'env> RoTxn<'env> {
     /// assert_eq!(keys, [&b"c"[..], b"b"]);
     /// ```
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
-        Ok(Iter::new(AnySource::Map(self.src), self.tree(db)?, range))
+        let (rec, ord) = self.tree_ord(db)?;
+        Ok(Iter::new(AnySource::Map(self.src), rec, ord, range))
     }
 
     /// The database's sequence in this snapshot (see
@@ -244,8 +282,8 @@ impl<'env> RoTxn<'env> {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Result<u64> {
-        let rec = self.tree(db)?;
-        estimate(self.src, &rec, lo, hi)
+        let (rec, ord) = self.tree_ord(db)?;
+        estimate(self.src, &rec, ord, lo, hi)
     }
 
     /// The handle of the named database `name` (registering it with the
@@ -255,6 +293,15 @@ impl<'env> RoTxn<'env> {
         let Some(name) = name else {
             return Ok(Some(Database::MAIN));
         };
+        let Some(db) = self.open_inner(name)? else {
+            return Ok(None);
+        };
+        self.tree_ord(db)?;
+        Ok(Some(db))
+    }
+
+    /// `open_db` without resolving the key order.
+    fn open_inner(&self, name: &str) -> Result<Option<Database>> {
         check_name(name, self.env.layout.max_key)?;
         match lookup(self.src, &self.catalog, name) {
             Ok(_) => self.env.registry.handle(name).map(Some),
@@ -263,23 +310,44 @@ impl<'env> RoTxn<'env> {
         }
     }
 
-    /// [`open_db`](RoTxn::open_db) with options. A merge operator in
-    /// `opts` is attached to the handle for the life of the environment
-    /// (a read transaction records nothing).
+    /// [`open_db`](RoTxn::open_db) with options. A merge operator or
+    /// comparator in `opts` is attached to the handle for the life of the
+    /// environment (a read transaction records nothing).
     ///
     /// Errors: [`Error::MergeOperatorMismatch`] if the catalog records, or
-    /// the handle already has, an operator of another name; those of
-    /// [`open_db`](RoTxn::open_db).
+    /// the handle already has, an operator of another name;
+    /// [`Error::KeyOrderMismatch`] if the database records another key
+    /// order; those of [`open_db`](RoTxn::open_db).
     pub fn open_db_with(&self, name: Option<&str>, opts: &DbOptions) -> Result<Option<Database>> {
-        let Some(db) = self.open_db(name)? else {
-            return Ok(None);
+        let db = match name {
+            None => Database::MAIN,
+            Some(n) => match self.open_inner(n)? {
+                Some(db) => db,
+                None => return Ok(None),
+            },
         };
+        let entry = lookup_entry(self.src, &self.catalog, name.unwrap_or(""))?;
         if let Some(op) = &opts.merge {
-            let recorded =
-                lookup_entry(self.src, &self.catalog, name.unwrap_or(""))?.and_then(|e| e.merge);
-            check_operator(name, recorded, op.as_ref())?;
+            check_operator(name, entry.and_then(|e| e.merge), op.as_ref())?;
             self.env.registry.attach(db, op)?;
         }
+        if let Some(o) = &opts.order {
+            let rec = if db.dbi == 0 {
+                self.main
+            } else {
+                entry.map(|e| e.rec).unwrap_or_default()
+            };
+            let recorded = entry.and_then(|e| e.comparator);
+            // An empty main database takes its order from the first writer
+            // that gives one; until then any order reads it alike.
+            if !adoptable(db, &rec, recorded) {
+                check_order(name, &rec, recorded, o)?;
+            }
+            if let KeyOrder::Custom(c) = o {
+                self.env.registry.attach_comparator(db, c)?;
+            }
+        }
+        self.tree_ord(db)?;
         Ok(Some(db))
     }
 
@@ -323,6 +391,7 @@ impl<'env> RoTxn<'env> {
             &self.gc,
             &self.catalog,
             &self.main,
+            &self.env.registry,
         ))
     }
 
@@ -339,7 +408,8 @@ impl<'env> RoTxn<'env> {
 
     /// Pages recorded in the GC tree of this snapshot.
     pub(crate) fn gc_pages(&self) -> Result<u64> {
-        let mut c = crate::cursor::RawCursor::new(AnySource::Map(self.src), self.gc);
+        let mut c =
+            crate::cursor::RawCursor::new(AnySource::Map(self.src), self.gc, Order::Bytewise);
         let mut n = 0;
         let mut e = c.first()?;
         while let Some((_, v)) = e {
@@ -384,15 +454,16 @@ impl Drop for InactiveRoTxn<'_> {
 fn estimate<'a, S: btree::Source<'a>>(
     s: S,
     rec: &DbRecord,
+    ord: crate::order::Order<'_>,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> Result<u64> {
     let start = match lo {
-        Some(k) => btree::estimate::rank(s, rec, k)?,
+        Some(k) => btree::estimate::rank(s, rec, ord, k)?,
         None => 0.0,
     };
     let end = match hi {
-        Some(k) => btree::estimate::rank(s, rec, k)?,
+        Some(k) => btree::estimate::rank(s, rec, ord, k)?,
         None => rec.entries as f64,
     };
     Ok((end - start).max(0.0).round() as u64)
@@ -413,7 +484,7 @@ fn lookup_entry<'a, S: btree::Source<'a>>(
     cat: &DbRecord,
     name: &str,
 ) -> Result<Option<CatalogEntry<'a>>> {
-    let Some(v) = btree::get(s, cat, name.as_bytes())? else {
+    let Some(v) = btree::get(s, cat, Order::Bytewise, name.as_bytes())? else {
         return Ok(None);
     };
     CatalogEntry::decode(v).map(Some).map_err(|what| {
@@ -436,10 +507,78 @@ fn check_operator(db: Option<&str>, recorded: Option<&str>, op: &dyn MergeOperat
     }
 }
 
+/// The order of `db`'s tree `rec`: from the record's flags, or the
+/// comparator attached to the handle, which must have the name
+/// `recorded` gives.
+fn resolve_order<'e, 'r>(
+    env: &'e Env,
+    db: Database,
+    rec: &DbRecord,
+    recorded: impl FnOnce() -> Result<Option<&'r str>>,
+) -> Result<Order<'e>> {
+    match Order::builtin(rec.flags) {
+        Ok(Some(o)) => Ok(o),
+        Ok(None) => env.registry.custom_order(db, recorded()?),
+        Err(what) => Err(Error::corrupted(u64::from(rec.root), what)),
+    }
+}
+
+/// Whether the main database `db` (empty, bytewise, no comparator) takes
+/// the order the first writer gives it.
+fn adoptable(db: Database, rec: &DbRecord, comparator: Option<&str>) -> bool {
+    db.dbi == 0 && rec.root == 0 && rec.flags & ORDER_MASK == 0 && comparator.is_none()
+}
+
+/// `KeyOrderMismatch` unless `given` is the order recorded in `rec` (and
+/// the comparator name `comparator`).
+fn check_order(
+    db: Option<&str>,
+    rec: &DbRecord,
+    comparator: Option<&str>,
+    given: &KeyOrder,
+) -> Result<()> {
+    let g = given.as_order();
+    let code = rec.flags & ORDER_MASK;
+    if code == g.code() && (code != order::CODE_CUSTOM || comparator == g.comparator_name()) {
+        return Ok(());
+    }
+    Err(Error::KeyOrderMismatch {
+        db: db.unwrap_or_default().into(),
+        recorded: order::describe(code, comparator),
+        given: g.describe(),
+    })
+}
+
+/// The public form of `db`'s order `ord`.
+fn key_order_of(env: &Env, db: Database, ord: Order<'_>) -> KeyOrder {
+    match ord {
+        Order::Bytewise => KeyOrder::Bytewise,
+        Order::Reverse => KeyOrder::ReverseBytewise,
+        Order::U32 => KeyOrder::U32,
+        Order::U64 => KeyOrder::U64,
+        Order::Custom(_) => env
+            .registry
+            .comparator(db)
+            .map(|c| KeyOrder::Custom(std::sync::Arc::clone(c)))
+            .unwrap_or_default(),
+    }
+}
+
+/// `BadKeySize` for a key that an integer order does not take.
+fn check_key(ord: Order<'_>, key: &[u8]) -> Result<()> {
+    match ord.key_size() {
+        Some(n) if key.len() != n => Err(Error::BadKeySize {
+            len: key.len(),
+            expected: n,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Names in a catalog (the empty name, the main database's settings, is
 /// not one).
 fn list(s: AnySource<'_>, cat: DbRecord) -> Result<Vec<String>> {
-    let mut c = crate::cursor::RawCursor::new(s, cat);
+    let mut c = crate::cursor::RawCursor::new(s, cat, Order::Bytewise);
     let mut out = Vec::new();
     let mut e = c.first()?;
     while let Some((k, _)) = e {
@@ -537,6 +676,30 @@ impl<'env> RwTxn<'env> {
         }
     }
 
+    /// The order of `db`'s tree `rec`.
+    fn order(&self, db: Database, rec: &DbRecord) -> Result<Order<'env>> {
+        let env = self.env;
+        resolve_order(env, db, rec, || {
+            if let Some(n) = self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
+                return Ok(n.comparator.as_deref());
+            }
+            let name = env.registry.name(db)?.unwrap_or_default();
+            let e = lookup_entry(self.w.source(&env.map), &self.w.catalog, name)?;
+            Ok(e.and_then(|e| e.comparator))
+        })
+    }
+
+    /// The tree of `db` as this transaction sees it, and its key order.
+    fn tree_ord(&self, db: Database) -> Result<(DbRecord, Order<'env>)> {
+        let rec = self.tree(db)?;
+        Ok((rec, self.order(db, &rec)?))
+    }
+
+    /// The key order of `db` (see [`RoTxn::key_order`]).
+    pub fn key_order(&self, db: Database) -> Result<KeyOrder> {
+        Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
+    }
+
     /// Loads the state of named `db` for writing. For the main database
     /// (`dbi` 0), only the settings count: its tree is `self.w.main`.
     fn named(&mut self, db: Database) -> Result<&mut NamedDb> {
@@ -552,13 +715,9 @@ impl<'env> RwTxn<'env> {
                     exists: true,
                     dirty: false,
                     merge: e.merge.map(Into::into),
+                    comparator: e.comparator.map(Into::into),
                 },
-                None => NamedDb {
-                    rec: DbRecord::default(),
-                    exists: false,
-                    dirty: false,
-                    merge: None,
-                },
+                None => NamedDb::absent(),
             };
             self.w.dbs[i] = Some(st);
         }
@@ -608,15 +767,33 @@ impl<'env> RwTxn<'env> {
         r
     }
 
+    /// [`change`](RwTxn::change) with the key order of `db`'s tree.
+    fn change_ord<T>(
+        &mut self,
+        db: Database,
+        f: impl FnOnce(&mut Writer, &crate::io::Map, &mut DbRecord, Order<'env>) -> Result<T>,
+    ) -> Result<T> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let (_, ord) = self.tree_ord(db)?;
+        self.change(db, |w, map, rec| f(w, map, rec, ord))
+    }
+
     /// The value of `key` in `db`, including this transaction's changes.
+    /// A key of the wrong length for an integer order finds nothing.
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
-        let rec = self.tree(db)?;
-        btree::get(self.w.source(&self.env.map), &rec, key)
+        let (rec, ord) = self.tree_ord(db)?;
+        if !ord.fits(key) {
+            return Ok(None);
+        }
+        btree::get(self.w.source(&self.env.map), &rec, ord, key)
     }
 
     /// A cursor over `db`, seeing this transaction's changes.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
-        Ok(Cursor::new(self.src(), self.tree(db)?))
+        let (rec, ord) = self.tree_ord(db)?;
+        Ok(Cursor::new(self.src(), rec, ord))
     }
 
     /// All entries of `db` in key order.
@@ -626,7 +803,8 @@ impl<'env> RwTxn<'env> {
 
     /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
-        Ok(Iter::new(self.src(), self.tree(db)?, range))
+        let (rec, ord) = self.tree_ord(db)?;
+        Ok(Iter::new(self.src(), rec, ord, range))
     }
 
     /// Statistics of `db` as this transaction sees it.
@@ -641,8 +819,8 @@ impl<'env> RwTxn<'env> {
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Result<u64> {
-        let rec = self.tree(db)?;
-        estimate(self.w.source(&self.env.map), &rec, lo, hi)
+        let (rec, ord) = self.tree_ord(db)?;
+        estimate(self.w.source(&self.env.map), &rec, ord, lo, hi)
     }
 
     /// Names of the named databases, sorted bytewise.
@@ -652,7 +830,15 @@ impl<'env> RwTxn<'env> {
 
     /// The handle of named database `name`, or `None` if it does not exist.
     /// `None` as the name gives the main database.
+    ///
+    /// Errors: [`Error::NoComparator`] if the database records a user
+    /// comparator and none is attached to the handle.
     pub fn open_db(&mut self, name: Option<&str>) -> Result<Option<Database>> {
+        self.open_db_with(name, &DbOptions::new())
+    }
+
+    /// `open_db` without resolving the key order.
+    fn open_inner(&mut self, name: Option<&str>) -> Result<Option<Database>> {
         let Some(name) = name else {
             return Ok(Some(Database::MAIN));
         };
@@ -667,6 +853,12 @@ impl<'env> RwTxn<'env> {
     /// Errors: [`Error::InvalidArgument`] for a name of 0 or more than
     /// `max_key_size` bytes; [`Error::DbsFull`].
     pub fn create_db(&mut self, name: Option<&str>) -> Result<Database> {
+        self.create_db_with(name, &DbOptions::new())
+    }
+
+    /// `create_db`, a new database in `order`, without checking the order
+    /// of an existing one.
+    fn create_inner(&mut self, name: Option<&str>, order: Option<&KeyOrder>) -> Result<Database> {
         let Some(name) = name else {
             return Ok(Database::MAIN);
         };
@@ -675,28 +867,44 @@ impl<'env> RwTxn<'env> {
         if self.named(db)?.exists {
             return Ok(db);
         }
-        let rec = DbRecord::default();
+        let ord = order.map_or(Order::Bytewise, KeyOrder::as_order);
+        let comparator = ord.comparator_name();
+        if let Some(c) = comparator {
+            order::check_name(c)?;
+        }
+        let rec = DbRecord {
+            flags: ord.code(),
+            ..DbRecord::default()
+        };
         self.put_catalog(name, &rec)?;
         let n = self.named(db)?;
         *n = NamedDb {
             rec,
             exists: true,
-            dirty: false,
+            // The comparator's name goes into the catalog at commit.
+            dirty: comparator.is_some(),
             merge: None,
+            comparator: comparator.map(Into::into),
         };
         Ok(db)
     }
 
-    /// [`create_db`](RwTxn::create_db) with options: the merge operator in
-    /// `opts` is attached to the handle and, if the catalog records none,
-    /// recorded for the database when this transaction commits.
+    /// [`create_db`](RwTxn::create_db) with options: a new database gets
+    /// the key order in `opts` ([`DbOptions::key_order`]); the merge
+    /// operator in `opts` is attached to the handle and, if the catalog
+    /// records none, recorded for the database when this transaction
+    /// commits.
     ///
     /// Errors: [`Error::MergeOperatorMismatch`] if the catalog records, or
-    /// the handle already has, an operator of another name; those of
+    /// the handle already has, an operator of another name;
+    /// [`Error::KeyOrderMismatch`] if an existing database records another
+    /// key order; [`Error::NoComparator`] if it records a user comparator
+    /// and none is given or attached; those of
     /// [`create_db`](RwTxn::create_db).
     pub fn create_db_with(&mut self, name: Option<&str>, opts: &DbOptions) -> Result<Database> {
-        let db = self.create_db(name)?;
+        let db = self.create_inner(name, opts.order.as_ref())?;
         self.apply_options(db, opts)?;
+        self.tree_ord(db)?;
         Ok(db)
     }
 
@@ -707,16 +915,21 @@ impl<'env> RwTxn<'env> {
         name: Option<&str>,
         opts: &DbOptions,
     ) -> Result<Option<Database>> {
-        let Some(db) = self.open_db(name)? else {
+        let Some(db) = self.open_inner(name)? else {
             return Ok(None);
         };
         self.apply_options(db, opts)?;
+        self.tree_ord(db)?;
         Ok(Some(db))
     }
 
     /// Checks `opts` against what the catalog records for `db`, attaches
-    /// the merge operator, and records its name if none is.
+    /// the comparator and the merge operator, and records the operator's
+    /// name if none is (and the order of an empty main database).
     fn apply_options(&mut self, db: Database, opts: &DbOptions) -> Result<()> {
+        if let Some(o) = &opts.order {
+            self.apply_order(db, o)?;
+        }
         let Some(op) = &opts.merge else {
             return Ok(());
         };
@@ -725,6 +938,37 @@ impl<'env> RwTxn<'env> {
         env.registry.attach(db, op)?;
         if must_record {
             self.record_operator(db, op.name())?;
+        }
+        Ok(())
+    }
+
+    /// Checks the order `o` against `db`'s, attaches its comparator, and
+    /// gives it to an empty main database that has none yet.
+    fn apply_order(&mut self, db: Database, o: &KeyOrder) -> Result<()> {
+        let env = self.env;
+        let name = env.registry.name(db)?;
+        let rec = self.tree(db)?;
+        let recorded = self.named(db)?.comparator.clone();
+        let adopt = adoptable(db, &rec, recorded.as_deref());
+        if !adopt {
+            check_order(name, &rec, recorded.as_deref(), o)?;
+        }
+        let ord = o.as_order();
+        if let Some(c) = ord.comparator_name() {
+            order::check_name(c)?;
+        }
+        if let KeyOrder::Custom(c) = o {
+            env.registry.attach_comparator(db, c)?;
+        }
+        if adopt && ord.code() != order::CODE_BYTEWISE {
+            self.w.main.flags = (self.w.main.flags & !ORDER_MASK) | ord.code();
+            self.w.main_changed = true;
+            if let Some(c) = ord.comparator_name() {
+                let n = self.named(db)?;
+                n.comparator = Some(c.into());
+                n.exists = true;
+                n.dirty = true;
+            }
         }
         Ok(())
     }
@@ -822,9 +1066,10 @@ impl<'env> RwTxn<'env> {
             });
         };
         let must_record = self.check_recorded(db, op.as_ref())?;
+        check_key(self.tree_ord(db)?.1, key)?;
         let mut out = std::mem::take(&mut self.w.merge_buf);
-        let r = self.change(db, |w, map, rec| {
-            insert::merge(w, map, rec, key, &mut out, |old, out| {
+        let r = self.change_ord(db, |w, map, rec, ord| {
+            insert::merge(w, map, rec, ord, key, &mut out, |old, out| {
                 op.full_merge(key, old, operands, out)
                     .map_err(|source| Error::Merge {
                         operator: op.name().into(),
@@ -849,6 +1094,7 @@ impl<'env> RwTxn<'env> {
             &mut self.w,
             &self.env.map,
             &mut cat,
+            Order::Bytewise,
             name.as_bytes(),
             &rec.encode(),
         );
@@ -865,7 +1111,8 @@ impl<'env> RwTxn<'env> {
     /// Errors, each leaving the transaction as it was:
     /// [`Error::KeyTooLarge`] (over [`Env::max_key_size`]),
     /// [`Error::ValueTooLarge`] (over [`Env::max_value_size`]),
-    /// [`Error::UpperBoundReached`], [`Error::DbNotFound`].
+    /// [`Error::UpperBoundReached`], [`Error::DbNotFound`],
+    /// [`Error::BadKeySize`] (a database of integer keys).
     pub fn put(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         let max = self.env.layout.max_key;
         if key.len() > max {
@@ -880,7 +1127,10 @@ impl<'env> RwTxn<'env> {
                 max: MAX_VALUE,
             });
         }
-        self.change(db, |w, map, rec| insert::put(w, map, rec, key, value))
+        self.change_ord(db, |w, map, rec, ord| {
+            check_key(ord, key)?;
+            insert::put(w, map, rec, ord, key, value)
+        })
     }
 
     /// Deletes `key` from `db`; returns whether it was there.
@@ -893,7 +1143,12 @@ impl<'env> RwTxn<'env> {
             }
             return self.tree(db).map(|_| false);
         }
-        self.change(db, |w, map, rec| delete::delete(w, map, rec, key))
+        self.change_ord(db, |w, map, rec, ord| {
+            if !ord.fits(key) {
+                return Ok(false);
+            }
+            delete::delete(w, map, rec, ord, key)
+        })
     }
 
     /// Removes every entry of `db` (LMDB's `mdb_drop(.., 0)`).
@@ -911,7 +1166,13 @@ impl<'env> RwTxn<'env> {
             return Ok(());
         };
         let mut cat = self.w.catalog;
-        let r = delete::delete(&mut self.w, &self.env.map, &mut cat, name.as_bytes());
+        let r = delete::delete(
+            &mut self.w,
+            &self.env.map,
+            &mut cat,
+            Order::Bytewise,
+            name.as_bytes(),
+        );
         match &r {
             Ok(_) => self.w.catalog = cat,
             // The database is already emptied: whatever the error, the
@@ -919,13 +1180,7 @@ impl<'env> RwTxn<'env> {
             Err(_) => self.broken = true,
         }
         r?;
-        let n = self.named(db)?;
-        *n = NamedDb {
-            rec: DbRecord::default(),
-            exists: false,
-            dirty: false,
-            merge: None,
-        };
+        *self.named(db)? = NamedDb::absent();
         Ok(())
     }
 

@@ -45,6 +45,8 @@ impl RwTxn<'_> {
     /// order takes the fewest pages (plain `put` of ascending keys does the
     /// same; `append` also checks the order).
     ///
+    /// "Greater" is in the database's [`KeyOrder`](crate::KeyOrder).
+    ///
     /// Errors: [`Error::KeyNotGreater`] if `key` is not greater than the
     /// last key (LMDB gives `MDB_KEYEXIST`), leaving the transaction as it
     /// was; those of [`put`](RwTxn::put).
@@ -61,8 +63,9 @@ impl RwTxn<'_> {
     /// # Ok::<(), sarsen::Error>(())
     /// ```
     pub fn append(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
-        let rec = self.tree(db)?;
-        if rec.root != 0 && !self.after_last_key(&rec, key)? {
+        let (rec, ord) = self.tree_ord(db)?;
+        super::check_key(ord, key)?;
+        if rec.root != 0 && !self.after_last_key(&rec, ord, key)? {
             return Err(Error::KeyNotGreater);
         }
         self.put(db, key, value)
@@ -71,18 +74,23 @@ impl RwTxn<'_> {
     /// Whether `key` sorts after the last key of the non-empty tree `rec`.
     /// When the last put appended to this tree, its leaf (the append hint)
     /// holds the last key, and no descent is needed.
-    fn after_last_key(&self, rec: &crate::page::DbRecord, key: &[u8]) -> Result<bool> {
+    fn after_last_key(
+        &self,
+        rec: &crate::page::DbRecord,
+        ord: crate::order::Order<'_>,
+        key: &[u8],
+    ) -> Result<bool> {
         let src = self.w.source(&self.env.map);
         if let Some((root, path)) = &self.w.append_hint {
             if *root == rec.root {
                 let leaf = crate::btree::Source::page(src, path.leaf().pgno)?;
                 if leaf.len() > 0 {
-                    return Ok(key > leaf.leaf(leaf.len() - 1)?.key);
+                    return Ok(ord.lt(leaf.leaf(leaf.len() - 1)?.key, key));
                 }
             }
         }
-        let mut c = RawCursor::new(self.src(), *rec);
-        Ok(c.last()?.is_none_or(|(last, _)| key > last))
+        let mut c = RawCursor::new(self.src(), *rec, ord);
+        Ok(c.last()?.is_none_or(|(last, _)| ord.lt(last, key)))
     }
 
     /// Puts `key` with `value` and returns the value it replaced, if any
@@ -114,7 +122,8 @@ impl RwTxn<'_> {
     }
 
     /// Deletes every key of `db` in `range` (`a..b`, `a..=b`, `a..`, `..b`,
-    /// `..` over `&[u8]`); returns how many. Each delete descends once from
+    /// `..` over `&[u8]`, bounds in the database's
+    /// [`KeyOrder`](crate::KeyOrder)); returns how many. Each delete descends once from
     /// the root, so the cost is that of the deletes; `clear_db` empties a
     /// whole database faster.
     ///
@@ -136,28 +145,34 @@ impl RwTxn<'_> {
         db: Database,
         range: R,
     ) -> Result<u64> {
-        let mut from: Vec<u8> = match range.start_bound() {
-            Bound::Included(k) | Bound::Excluded(k) => k.to_vec(),
-            Bound::Unbounded => Vec::new(),
+        let (from, mut skip_from) = match range.start_bound() {
+            Bound::Included(k) => (Some(k.to_vec()), false),
+            Bound::Excluded(k) => (Some(k.to_vec()), true),
+            Bound::Unbounded => (None, false),
         };
-        let mut skip_from = matches!(range.start_bound(), Bound::Excluded(_));
+        // `None`: from the first key (the empty key is not the smallest in
+        // every order).
+        let mut from = from;
         let end = range.end_bound().map(|k| k.to_vec());
         let mut n = 0;
         let mut key = Vec::new();
         loop {
-            let rec = self.tree(db)?;
-            let mut c = RawCursor::new(self.src(), rec);
-            let mut e = c.seek(&from)?;
+            let (rec, ord) = self.tree_ord(db)?;
+            let mut c = RawCursor::new(self.src(), rec, ord);
+            let mut e = match &from {
+                Some(f) => c.seek(f)?,
+                None => c.first()?,
+            };
             if skip_from {
-                if e.is_some_and(|(k, _)| k == from.as_slice()) {
+                if e.is_some_and(|(k, _)| Some(k) == from.as_deref()) {
                     e = c.next()?;
                 }
                 skip_from = false;
             }
             let Some((k, _)) = e else { break };
             let inside = match &end {
-                Bound::Included(h) => k <= h.as_slice(),
-                Bound::Excluded(h) => k < h.as_slice(),
+                Bound::Included(h) => !ord.lt(h, k),
+                Bound::Excluded(h) => ord.lt(k, h),
                 Bound::Unbounded => true,
             };
             if !inside {
@@ -165,14 +180,15 @@ impl RwTxn<'_> {
             }
             key.clear();
             key.extend_from_slice(k);
-            if !self.change(db, |w, map, rec| delete::delete(w, map, rec, &key))? {
+            if !self.change(db, |w, map, rec| delete::delete(w, map, rec, ord, &key))? {
                 return Err(Error::corrupted(
                     u64::from(rec.root),
                     "a key the cursor found could not be deleted",
                 ));
             }
             n += 1;
-            std::mem::swap(&mut from, &mut key);
+            let next = from.get_or_insert_with(Vec::new);
+            std::mem::swap(next, &mut key);
         }
         Ok(n)
     }

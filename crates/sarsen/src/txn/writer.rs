@@ -31,6 +31,22 @@ pub(crate) struct NamedDb {
     pub dirty: bool,
     /// Name of the merge operator recorded for the database.
     pub merge: Option<Box<str>>,
+    /// Name of the user comparator recorded for the database (its record's
+    /// flags say the order is a user comparator's).
+    pub comparator: Option<Box<str>>,
+}
+
+impl NamedDb {
+    /// A database that does not exist.
+    pub(crate) fn absent() -> NamedDb {
+        NamedDb {
+            rec: DbRecord::default(),
+            exists: false,
+            dirty: false,
+            merge: None,
+            comparator: None,
+        }
+    }
 }
 
 /// The writer's reusable state.
