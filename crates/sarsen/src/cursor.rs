@@ -447,6 +447,18 @@ impl<'txn> Iter<'txn> {
         }
     }
 
+    /// Whether `k`, the next item going forward (`fwd`) or back, is in
+    /// the range and short of the other side's last item.
+    #[inline(never)]
+    fn inside(&self, k: &[u8], fwd: bool) -> bool {
+        let ord = self.front.ord;
+        if fwd {
+            self.in_end(k) && self.back_key.is_none_or(|b| ord.lt(k, b))
+        } else {
+            self.in_start(k) && self.front_key.is_none_or(|f| ord.lt(f, k))
+        }
+    }
+
     #[inline]
     fn finish(&mut self, r: Result<Option<Entry<'txn>>>, fwd: bool) -> Option<Result<Entry<'txn>>> {
         match r {
@@ -459,13 +471,14 @@ impl<'txn> Iter<'txn> {
                 None
             }
             Ok(Some((k, v))) => {
-                let ord = self.front.ord;
-                let inside = if fwd {
-                    self.in_end(k) && self.back_key.is_none_or(|b| ord.lt(k, b))
+                // A whole scan compares nothing: keep that path small
+                // enough to inline.
+                let open = if fwd {
+                    matches!(self.end, Bound::Unbounded) && self.back_key.is_none()
                 } else {
-                    self.in_start(k) && self.front_key.is_none_or(|f| ord.lt(f, k))
+                    matches!(self.start, Bound::Unbounded) && self.front_key.is_none()
                 };
-                if !inside {
+                if !open && !self.inside(k, fwd) {
                     self.done = true;
                     return None;
                 }

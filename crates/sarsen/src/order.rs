@@ -147,14 +147,34 @@ pub(crate) enum Order<'a> {
 }
 
 impl<'a> Order<'a> {
-    /// How `a` sorts against `b`.
+    /// How `a` sorts against `b`. Only the bytewise arm is inlined, so
+    /// the hot paths that take an `Order` stay as small as before.
     #[inline]
     pub(crate) fn cmp(self, a: &[u8], b: &[u8]) -> Ordering {
+        match self {
+            Order::Bytewise => a.cmp(b),
+            _ => self.cmp_other(a, b),
+        }
+    }
+
+    /// The orders other than bytewise.
+    #[inline(never)]
+    fn cmp_other(self, a: &[u8], b: &[u8]) -> Ordering {
         match self {
             Order::Bytewise => a.cmp(b),
             Order::Reverse => reverse_cmp(a, b),
             Order::U32 | Order::U64 => int_cmp(a, b),
             Order::Custom(c) => c.compare(a, b),
+        }
+    }
+
+    /// [`cmp`](Order::cmp) for page search, with the integer orders
+    /// inlined too.
+    #[inline(always)]
+    pub(crate) fn cmp_search(self, a: &[u8], b: &[u8]) -> Ordering {
+        match self {
+            Order::U32 | Order::U64 => int_cmp(a, b),
+            _ => self.cmp_other(a, b),
         }
     }
 

@@ -287,7 +287,7 @@ impl<'a> Page<'a> {
     pub(crate) fn search_leaf(&self, key: &[u8], ord: Order<'_>) -> Result<(usize, bool)> {
         match ord {
             Order::Bytewise => self.search_leaf_by(|k| k.cmp(key)),
-            _ => self.search_leaf_by(|k| ord.cmp(k, key)),
+            _ => self.search_leaf_by(|k| ord.cmp_search(k, key)),
         }
     }
 
@@ -311,7 +311,7 @@ impl<'a> Page<'a> {
     pub(crate) fn search_branch(&self, key: &[u8], ord: Order<'_>) -> Result<usize> {
         match ord {
             Order::Bytewise => self.search_branch_by(|k| k.cmp(key)),
-            _ => self.search_branch_by(|k| ord.cmp(k, key)),
+            _ => self.search_branch_by(|k| ord.cmp_search(k, key)),
         }
     }
 
