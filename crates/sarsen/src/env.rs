@@ -590,9 +590,12 @@ impl Env {
             );
             let mut e = c.first()?;
             while let Some((_, v)) = e {
-                if let Some(rec) = DbRecord::decode(v) {
-                    self.verify_tree(src, &rec, m.txnid, &mut seen)?;
-                }
+                // Record and settings: a value longer than a record is a
+                // database with settings, and must be verified too.
+                let entry = crate::page::CatalogEntry::decode(v).map_err(|what| {
+                    Error::corrupted(u64::from(m.catalog.root), format!("catalog entry: {what}"))
+                })?;
+                self.verify_tree(src, &entry.rec, m.txnid, &mut seen)?;
                 e = c.next()?;
             }
         }

@@ -125,3 +125,57 @@ fn safe_no_sync_rolls_back_to_last_sync_after_reboot_only() {
     let env = open(dir.path(), Durability::SafeNoSync, Some(OTHER_BOOT));
     assert_eq!(contents(&env), first);
 }
+
+/// Regression: a named database with catalog settings (here a merge
+/// operator's name, making its catalog value longer than a bare record)
+/// must be verified too. Its torn one-sync commit used to be trusted,
+/// because the verification skipped catalog values that were not exactly
+/// one record long.
+#[test]
+fn torn_commit_in_a_database_with_settings_falls_back() {
+    use sarsen::{merge::Uint64Add, DbOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), Durability::Durable, None);
+    let mut w = env.write_txn().unwrap();
+    let db = w
+        .create_db_with(
+            Some("counters"),
+            &DbOptions::new().merge_operator(Uint64Add),
+        )
+        .unwrap();
+    for i in 0..3000u32 {
+        w.put(db, format!("key{i:06}").as_bytes(), &1u64.to_le_bytes())
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    let t2 = w.txnid();
+    for i in (0..3000u32).step_by(3) {
+        w.merge(db, format!("key{i:06}").as_bytes(), &1u64.to_le_bytes())
+            .unwrap();
+    }
+    w.commit().unwrap();
+    std::mem::forget(env);
+    // Only the named database and the catalog changed in t2: lose one of
+    // its leaves.
+    let pages = pages_of(dir.path(), t2);
+    let data = std::fs::read(dir.path().join("data.sdb")).unwrap();
+    let leaf = *pages
+        .iter()
+        .find(|&&p| data[p as usize * 4096 + 4] == 2)
+        .expect("a leaf written by the second commit");
+    let f = OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("data.sdb"))
+        .unwrap();
+    f.write_all_at(&[0x5a; 4096], leaf * 4096).unwrap();
+    drop(f);
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::Durable, Some(OTHER_BOOT));
+    assert_eq!(
+        env.info().unwrap().last_txnid,
+        t2 - 1,
+        "the torn commit is rejected"
+    );
+    assert!(env.check().unwrap().is_ok());
+}
