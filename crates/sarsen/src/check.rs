@@ -15,10 +15,12 @@
 
 use std::fmt;
 
+use crate::btree::dup::{Dups, Vals};
 use crate::btree::{MapSource, MAX_DEPTH};
 use crate::db::{Database, Registry};
 use crate::order::{self, Order};
 use crate::page::node::LeafValue;
+use crate::page::LeafNode;
 use crate::page::{self, CatalogEntry, DbRecord, Page, Pgno, HDR, META_PAGES};
 use crate::txn::gc;
 
@@ -126,6 +128,8 @@ struct Walk<'a> {
     /// The key order of the tree being walked; `None`: not checked (a user
     /// comparator not attached in this environment).
     ord: Option<Order<'a>>,
+    /// The duplicate mode of the tree being walked (DUPSORT).
+    dups: Option<Dups>,
 }
 
 /// A named database found in the catalog: name, record, comparator name.
@@ -166,6 +170,7 @@ pub(crate) fn walk<'a>(
             ..CheckReport::default()
         },
         ord: Some(Order::Bytewise),
+        dups: None,
     };
     w.tree("gc", gc_rec, |w, k, v, pgno| w.gc_record(k, v, pgno, txnid));
     let mut named: Vec<NamedTree> = Vec::new();
@@ -179,10 +184,12 @@ pub(crate) fn walk<'a>(
         main_cmp.as_deref(),
         registry.comparator(Database::MAIN),
     );
+    w.dups = w.tree_dups("main", main);
     w.tree("main", main, |_, _, _, _| {});
     for (name, rec, cmp) in &named {
         let attached = registry.find(name).and_then(|db| registry.comparator(db));
         w.ord = w.tree_order(name, rec, cmp.as_deref(), attached);
+        w.dups = w.tree_dups(name, rec);
         w.tree(name, rec, |_, _, _, _| {});
     }
     w.leaks();
@@ -359,6 +366,10 @@ impl<'a> Walk<'a> {
             }
             prev = Some(nd.key);
             t.entries += 1;
+            if let Some(d) = self.dups {
+                self.dup_node(tree, &nd, d, n.pgno, t);
+                continue;
+            }
             let value = match nd.value {
                 LeafValue::Inline(v) => Some(v),
                 LeafValue::Overflow { pgno, len, cksum } => {
@@ -369,6 +380,98 @@ impl<'a> Walk<'a> {
                 leaf(self, nd.key, v, n.pgno);
             }
         }
+    }
+
+    /// The duplicate mode in `rec`'s flags; a problem if unknown.
+    fn tree_dups(&mut self, name: &str, rec: &DbRecord) -> Option<Dups> {
+        Dups::of(rec.flags).unwrap_or_else(|what| {
+            self.problem(u64::from(rec.root), name, what);
+            None
+        })
+    }
+
+    /// Checks the values of one leaf node of a DUPSORT tree: a single
+    /// value, a sorted list, or a sub-tree (walked like any tree, in the
+    /// duplicate order, its pages and values counted into `t`).
+    fn dup_node(&mut self, tree: &str, nd: &LeafNode<'a>, d: Dups, pgno: Pgno, t: &mut TreeReport) {
+        let at = u64::from(pgno);
+        let vals = match crate::btree::dup::vals(nd, d, pgno) {
+            Ok(v) => v,
+            Err(e) => return self.problem(at, tree, error_what(e)),
+        };
+        let size_ok = |v: &[u8]| d.ord.key_size().is_none_or(|n| n == v.len());
+        match vals {
+            Vals::One(v) => {
+                if !size_ok(v) {
+                    self.problem(at, tree, "duplicate value of the wrong integer size");
+                }
+            }
+            Vals::List(l) => {
+                t.entries += l.len() as u64 - 1;
+                let mut prev: Option<&[u8]> = None;
+                for i in 0..l.len() {
+                    let Some(v) = l.get(i) else {
+                        return self.problem(at, tree, "damaged duplicate list");
+                    };
+                    if prev.is_some_and(|p| !d.ord.lt(p, v)) || !size_ok(v) {
+                        let what =
+                            format!("duplicate list value {i} out of order or of a wrong size");
+                        self.problem(at, tree, what);
+                    }
+                    prev = Some(v);
+                }
+            }
+            Vals::Tree(r) => self.dup_tree(tree, &r, d, t),
+        }
+    }
+
+    /// Walks a duplicate sub-tree and checks its record's counts.
+    fn dup_tree(&mut self, tree: &str, r: &DbRecord, d: Dups, t: &mut TreeReport) {
+        let depth = r.depth as usize;
+        if depth == 0 || depth > MAX_DEPTH {
+            let what = format!("duplicate sub-tree of depth {depth}");
+            return self.problem(u64::from(r.root), tree, what);
+        }
+        let mut sub = TreeReport::default();
+        let saved = (self.ord, self.dups);
+        (self.ord, self.dups) = (Some(d.ord), None);
+        let top = Node {
+            pgno: r.root,
+            cksum: r.root_cksum,
+            levels: depth,
+            lo: None,
+            hi: None,
+        };
+        self.page(
+            tree,
+            top,
+            &mut sub,
+            &mut |w: &mut Self, k: &[u8], v: &[u8], p| {
+                let sized = d.ord.key_size().is_none_or(|n| n == k.len());
+                if !v.is_empty() || !sized {
+                    w.problem(
+                        u64::from(p),
+                        "duplicate sub-tree",
+                        "value in a sub-tree, or key of a wrong size",
+                    );
+                }
+            },
+        );
+        (self.ord, self.dups) = saved;
+        let counts = [
+            (sub.branch_pages, r.branch_pages),
+            (sub.leaf_pages, r.leaf_pages),
+            (sub.overflow_pages, r.overflow_pages),
+            (sub.entries, r.entries),
+        ];
+        if counts.iter().any(|(a, b)| a != b) || sub.entries < 2 {
+            let what = format!("duplicate sub-tree record counts {counts:?} (found, recorded)");
+            self.problem(u64::from(r.root), tree, what);
+        }
+        t.branch_pages += sub.branch_pages;
+        t.leaf_pages += sub.leaf_pages;
+        t.overflow_pages += sub.overflow_pages;
+        t.entries += sub.entries.saturating_sub(1);
     }
 
     /// Checks an overflow run; its value if the run is sound.

@@ -204,7 +204,9 @@ fn fill_compact(env: &Env, txn: &RoTxn<'_>, work: &Path) -> Result<(u64, u64)> {
         let merge = txn.merge_operator_name(name.as_deref())?;
         // The copy is built in the source's order (a user comparator's
         // order needs it attached to the source's handle).
-        let opts = crate::DbOptions::new().key_order(txn.key_order(db)?);
+        let opts = crate::DbOptions::new()
+            .key_order(txn.key_order(db)?)
+            .with_dup_flags(txn.tree_flags(db)?);
         let mut w = out.write_txn()?;
         let to = w.create_db_with(name.as_deref(), &opts)?;
         if let Some(op) = merge {

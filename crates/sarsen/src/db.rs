@@ -52,6 +52,8 @@ impl Database {
 pub struct DbOptions {
     pub(crate) merge: Option<Arc<dyn MergeOperator>>,
     pub(crate) order: Option<KeyOrder>,
+    /// The duplicate mode: `Some((order of the values, DUPFIXED))`.
+    pub(crate) dups: Option<(KeyOrder, bool)>,
 }
 
 impl DbOptions {
@@ -96,6 +98,89 @@ impl DbOptions {
         self
     }
 
+    /// Makes the database a multimap (LMDB's `MDB_DUPSORT`): each key
+    /// holds a sorted set of values, in `order` (bytewise by default;
+    /// [`KeyOrder::ReverseBytewise`] is LMDB's `MDB_REVERSEDUP`,
+    /// [`KeyOrder::U32`]/[`KeyOrder::U64`] its `MDB_INTEGERDUP`; a user
+    /// comparator for values is not supported yet, and is
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
+    ///
+    /// Recorded when the database is created (for the main database, by
+    /// the first write transaction that opens it while it is empty);
+    /// opening a database that records another duplicate mode is
+    /// [`Error::DupModeMismatch`](crate::Error::DupModeMismatch), and
+    /// opening without this option accepts the recorded one.
+    ///
+    /// In a DUPSORT database [`put`](crate::RwTxn::put) adds a value to
+    /// its key's set (a pair already there is left alone),
+    /// [`get`](crate::RwTxn::get) returns a key's first value,
+    /// [`delete`](crate::RwTxn::delete) removes a key with all its values
+    /// and [`delete_dup`](crate::RwTxn::delete_dup) one pair; cursors and
+    /// iterators visit every pair, values in order within each key. A key
+    /// is at most 74 bytes shorter than
+    /// [`Env::max_key_size`](crate::Env::max_key_size) (its node must hold a
+    /// sub-tree record), and a value at most `max_key_size` bytes, with
+    /// key and value together fitting in one leaf node.
+    ///
+    /// ```
+    /// use sarsen::{DbOptions, KeyOrder};
+    /// # fn main() -> Result<(), sarsen::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe { sarsen::Env::open(dir.path())? };
+    /// let mut w = env.write_txn()?;
+    /// let tags = w.create_db_with(Some("tags"), &DbOptions::new().dup_sort(KeyOrder::Bytewise))?;
+    /// for (k, v) in [("rust", "fast"), ("rust", "safe"), ("c", "fast"), ("rust", "fast")] {
+    ///     w.put(tags, k.as_bytes(), v.as_bytes())?;
+    /// }
+    /// let pairs: Vec<(&[u8], &[u8])> = w.iter(tags)?.collect::<Result<_, _>>()?;
+    /// assert_eq!(pairs, [(&b"c"[..], &b"fast"[..]), (b"rust", b"fast"), (b"rust", b"safe")]);
+    /// assert_eq!(w.stat(tags)?.entries, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn dup_sort(mut self, order: KeyOrder) -> DbOptions {
+        let fixed = self.dups.as_ref().is_some_and(|d| d.1);
+        self.dups = Some((order, fixed));
+        self
+    }
+
+    /// Makes the database a multimap whose values of one key all have one
+    /// size (LMDB's `MDB_DUPFIXED`, which implies `MDB_DUPSORT`; with
+    /// bytewise values unless [`dup_sort`](DbOptions::dup_sort) gives an
+    /// order). A key's values are then packed back to back in its node
+    /// while they fit, and [`Cursor::get_multiple`](crate::Cursor::get_multiple)
+    /// returns them in batches. A value of another size than its key's
+    /// others is [`Error::BadValueSize`](crate::Error::BadValueSize).
+    pub fn dup_fixed(mut self) -> DbOptions {
+        let order = self.dups.take().map_or(KeyOrder::Bytewise, |d| d.0);
+        self.dups = Some((order, true));
+        self
+    }
+
+    /// These options with the duplicate mode that record flags `f` give.
+    pub(crate) fn with_dup_flags(self, f: u16) -> DbOptions {
+        match DupMode::of(f) {
+            None => self,
+            Some(m) if m.fixed => self.dup_sort(m.order).dup_fixed(),
+            Some(m) => self.dup_sort(m.order),
+        }
+    }
+
+    /// The record flags of the duplicate mode asked for (0 for none).
+    pub(crate) fn dup_flags(&self) -> Result<u16> {
+        use crate::page::record::{DUPFIXED, DUPSORT, DUP_ORDER_SHIFT};
+        let Some((order, fixed)) = &self.dups else {
+            return Ok(0);
+        };
+        let code = order.as_order().code();
+        if code == order::CODE_CUSTOM {
+            return Err(Error::InvalidArgument(
+                "a user comparator for duplicate values is not supported".into(),
+            ));
+        }
+        Ok(DUPSORT | if *fixed { DUPFIXED } else { 0 } | code << DUP_ORDER_SHIFT)
+    }
+
     /// Attaches `op` as the database's merge operator (RocksDB's
     /// `Options::merge_operator`): [`RwTxn::merge`](crate::RwTxn::merge)
     /// then works on it. Its name is recorded in the catalog by the first
@@ -119,7 +204,41 @@ impl fmt::Debug for DbOptions {
         f.debug_struct("DbOptions")
             .field("merge_operator", &self.merge.as_ref().map(|m| m.name()))
             .field("key_order", &self.order)
+            .field("dups", &self.dups)
             .finish()
+    }
+}
+
+/// The duplicate mode of a DUPSORT database (LMDB's `MDB_DUPSORT` flags,
+/// as `mdb_dbi_flags` reports them), from
+/// [`RoTxn::dup_mode`](crate::RoTxn::dup_mode).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct DupMode {
+    /// Order of the values of one key: bytewise, reverse (`MDB_REVERSEDUP`)
+    /// or integer (`MDB_INTEGERDUP`).
+    pub order: KeyOrder,
+    /// The values of one key all have one size (`MDB_DUPFIXED`).
+    pub fixed: bool,
+}
+
+impl DupMode {
+    /// The mode in record flags `f`, or `None` for unique keys.
+    pub(crate) fn of(f: u16) -> Option<DupMode> {
+        use crate::page::record::{DUPFIXED, DUPSORT, DUP_ORDER_SHIFT};
+        if f & DUPSORT == 0 {
+            return None;
+        }
+        let order = match (f >> DUP_ORDER_SHIFT) & 7 {
+            order::CODE_REVERSE => KeyOrder::ReverseBytewise,
+            order::CODE_U32 => KeyOrder::U32,
+            order::CODE_U64 => KeyOrder::U64,
+            _ => KeyOrder::Bytewise,
+        };
+        Some(DupMode {
+            order,
+            fixed: f & DUPFIXED != 0,
+        })
     }
 }
 
@@ -137,7 +256,8 @@ pub struct Stat {
     pub leaf_pages: u64,
     /// Overflow pages (values too large for a leaf node).
     pub overflow_pages: u64,
-    /// Key/value pairs.
+    /// Key/value pairs (in a DUPSORT database, every value of every key;
+    /// its page counts include the duplicate sub-trees, as LMDB's).
     pub entries: u64,
 }
 

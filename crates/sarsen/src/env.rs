@@ -613,7 +613,8 @@ impl Env {
             return Ok(());
         }
         let depth = crate::btree::check_depth(rec)?;
-        self.verify_page(src, rec.root, rec.root_cksum, depth, seen)
+        let dups = rec.flags & crate::page::record::DUPSORT != 0;
+        self.verify_page(src, rec.root, rec.root_cksum, depth, dups, seen)
     }
 
     fn verify_page(
@@ -622,6 +623,7 @@ impl Env {
         pgno: Pgno,
         sum: u64,
         levels: usize,
+        dups: bool,
         seen: &mut crate::btree::Visited,
     ) -> Result<()> {
         seen.enter(pgno)?;
@@ -641,6 +643,20 @@ impl Env {
         for i in 0..p.len() {
             if p.is_leaf() {
                 let n = p.leaf(i)?;
+                let sub = crate::page::node::SUBTREE | crate::page::node::FRESH;
+                if dups && n.flags & sub == sub {
+                    // A duplicate sub-tree this commit wrote.
+                    let r = match n.value {
+                        LeafValue::Inline(v) => DbRecord::decode(v),
+                        LeafValue::Overflow { .. } => None,
+                    }
+                    .ok_or_else(|| {
+                        Error::corrupted(u64::from(pgno), "damaged duplicate sub-tree record")
+                    })?;
+                    let depth = crate::btree::check_depth(&r)?;
+                    self.verify_page(src, r.root, r.root_cksum, depth, false, seen)?;
+                    continue;
+                }
                 if let LeafValue::Overflow {
                     pgno: run,
                     len,
@@ -670,7 +686,7 @@ impl Env {
             } else {
                 let n = p.branch(i)?;
                 if n.flags & crate::page::node::FRESH != 0 {
-                    self.verify_page(src, n.child, n.cksum, levels - 1, seen)?;
+                    self.verify_page(src, n.child, n.cksum, levels - 1, dups, seen)?;
                 }
             }
         }

@@ -179,6 +179,40 @@ pub enum Error {
         /// The length the database's keys have, bytes.
         expected: usize,
     },
+    /// A value whose size does not fit a DUPSORT database: in a
+    /// `DUPFIXED` database, a size other than that of the key's other
+    /// values; with integer duplicates, a size other than 4 or 8 bytes
+    /// (LMDB's `MDB_BAD_VALSIZE`). Nothing was written.
+    #[error("value of {len} bytes where {expected}-byte values are stored")]
+    BadValueSize {
+        /// Length of the value given, bytes.
+        len: usize,
+        /// The length the values must have, bytes.
+        expected: usize,
+    },
+    /// The operation is defined only for databases with (or only without)
+    /// duplicates: `merge`, `replace` and `take` on a DUPSORT database;
+    /// `delete_dup`, `put_no_dup_data` and `append_dup` on one without.
+    /// Nothing was written.
+    #[error("{op} needs a database {needs}")]
+    WrongDupMode {
+        /// The operation.
+        op: &'static str,
+        /// What it needs: "with duplicates (DUPSORT)" or "without duplicates".
+        needs: &'static str,
+    },
+    /// The database records another duplicate mode than the one given
+    /// when opening it (LMDB's `MDB_INCOMPATIBLE` for `MDB_DUPSORT`,
+    /// `MDB_DUPFIXED`, `MDB_INTEGERDUP`, `MDB_REVERSEDUP`).
+    #[error("database {db:?} has duplicate mode {recorded}, opened with {given}")]
+    DupModeMismatch {
+        /// The database's name (empty for the main database).
+        db: String,
+        /// The recorded mode.
+        recorded: String,
+        /// The mode given.
+        given: String,
+    },
     /// The file was made by an incompatible format version or another program.
     #[error("incompatible file: {0}")]
     Incompatible(String),
@@ -214,6 +248,9 @@ impl Error {
                 | Error::KeyOrderMismatch { .. }
                 | Error::NoComparator { .. }
                 | Error::BadKeySize { .. }
+                | Error::BadValueSize { .. }
+                | Error::WrongDupMode { .. }
+                | Error::DupModeMismatch { .. }
         )
     }
 

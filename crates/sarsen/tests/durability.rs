@@ -179,3 +179,52 @@ fn torn_commit_in_a_database_with_settings_falls_back() {
     );
     assert!(env.check().unwrap().is_ok());
 }
+
+/// A one-sync commit that grew the duplicate sub-trees of a DUPSORT
+/// database must be verified through them: damage to any page it wrote
+/// (main leaves, sub-tree branches and leaves) makes open fall back.
+#[test]
+fn torn_commit_in_duplicate_subtrees_falls_back() {
+    use sarsen::{DbOptions, KeyOrder};
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), Durability::Durable, None);
+    let mut w = env.write_txn().unwrap();
+    let db = w
+        .create_db_with(
+            Some("multi"),
+            &DbOptions::new().dup_sort(KeyOrder::Bytewise),
+        )
+        .unwrap();
+    for i in 0..4000u32 {
+        let k = format!("key{:02}", i % 8);
+        w.put(db, k.as_bytes(), format!("value{i:06}").as_bytes())
+            .unwrap();
+    }
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    let t2 = w.txnid();
+    for i in 4000..4400u32 {
+        let k = format!("key{:02}", i % 8);
+        w.put(db, k.as_bytes(), format!("value{i:06}").as_bytes())
+            .unwrap();
+    }
+    w.commit().unwrap();
+    std::mem::forget(env);
+    let pages = pages_of(dir.path(), t2);
+    // The sub-trees' new pages are most of what t2 wrote.
+    assert!(pages.len() > 8, "t2 wrote {} pages", pages.len());
+    let image = std::fs::read(dir.path().join("data.sdb")).unwrap();
+    for p in pages {
+        let d = tempfile::tempdir().unwrap();
+        let mut bad = image.clone();
+        bad[p as usize * 4096 + 100] ^= 0x40;
+        std::fs::write(d.path().join("data.sdb"), &bad).unwrap();
+        let env = open(d.path(), Durability::Durable, Some(OTHER_BOOT));
+        assert_eq!(
+            env.info().unwrap().last_txnid,
+            t2 - 1,
+            "damage to page {p} is caught"
+        );
+        assert!(env.check().unwrap().is_ok());
+    }
+}

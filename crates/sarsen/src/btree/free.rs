@@ -3,6 +3,7 @@
 use super::{check_depth, Source, Visited};
 use crate::error::{Error, Result};
 use crate::io::Map;
+use crate::page::node::SUBTREE;
 use crate::page::{DbRecord, LeafValue, Pgno};
 use crate::txn::writer::Writer;
 
@@ -12,7 +13,8 @@ pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result
         w.clear_hint(rec.root);
         let depth = check_depth(rec)?;
         let mut seen = Visited::default();
-        free_page(w, map, rec.root, depth, &mut seen)?;
+        let dups = rec.flags & crate::page::record::DUPSORT != 0;
+        free_page(w, map, rec.root, depth, dups, &mut seen)?;
     }
     let flags = rec.flags;
     let seq = rec.sequence;
@@ -24,12 +26,14 @@ pub(crate) fn free_tree(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result
     Ok(())
 }
 
-/// Frees page `pgno` and everything below it (`seen`: see [`Visited`]).
+/// Frees page `pgno` and everything below it (`seen`: see [`Visited`]),
+/// with the duplicate sub-trees of its leaves in a DUPSORT tree (`dups`).
 fn free_page(
     w: &mut Writer,
     map: &Map,
     pgno: Pgno,
     levels: usize,
+    dups: bool,
     seen: &mut Visited,
 ) -> Result<()> {
     seen.enter(pgno)?;
@@ -42,6 +46,7 @@ fn free_page(
     let l = w.layout;
     let mut children = Vec::new();
     let mut runs = Vec::new();
+    let mut subs = Vec::new();
     {
         let p = w.source(map).page(pgno)?;
         if p.is_leaf() != (levels == 1) {
@@ -49,8 +54,18 @@ fn free_page(
         }
         for i in 0..p.len() {
             if p.is_leaf() {
-                if let LeafValue::Overflow { pgno, len, .. } = p.leaf(i)?.value {
-                    runs.push((pgno, l.overflow_pages(len)));
+                let n = p.leaf(i)?;
+                match n.value {
+                    LeafValue::Overflow { pgno, len, .. } => {
+                        runs.push((pgno, l.overflow_pages(len)))
+                    }
+                    LeafValue::Inline(v) if dups && n.flags & SUBTREE != 0 => {
+                        let r = DbRecord::decode(v).ok_or_else(|| {
+                            Error::corrupted(u64::from(pgno), "damaged duplicate sub-tree record")
+                        })?;
+                        subs.push(r);
+                    }
+                    LeafValue::Inline(_) => {}
                 }
             } else {
                 children.push(p.branch(i)?.child);
@@ -58,7 +73,14 @@ fn free_page(
         }
     }
     for c in children {
-        free_page(w, map, c, levels - 1, seen)?;
+        free_page(w, map, c, levels - 1, dups, seen)?;
+    }
+    for r in subs {
+        w.clear_hint(r.root);
+        let depth = check_depth(&r)?;
+        if depth > 0 {
+            free_page(w, map, r.root, depth, false, seen)?;
+        }
     }
     for (r, n) in runs {
         w.free_run(r, n)?;

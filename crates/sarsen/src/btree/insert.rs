@@ -28,6 +28,20 @@ pub(crate) fn put(
     key: &[u8],
     val: &[u8],
 ) -> Result<()> {
+    put_node(w, map, rec, ord, key, val, 0)
+}
+
+/// [`put`] with the leaf node flags `flags` (0, or a DUPSORT node's
+/// `DUPS`/`SUBTREE`, with `FRESH` for a sub-tree written by this commit).
+pub(crate) fn put_node(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+    val: &[u8],
+    flags: u8,
+) -> Result<()> {
     reserve_for(w, map, rec, key.len(), val.len())?;
     if rec.root == 0 {
         let pgno = w.new_page(map, Kind::Leaf)?;
@@ -43,7 +57,7 @@ pub(crate) fn put(
             (path, found, false)
         }
     };
-    put_at(w, map, rec, key, val, &path, found, hinted)
+    put_at(w, map, rec, key, val, flags, &path, found, hinted)
 }
 
 /// Merges into `key` of the non-empty tree or the empty tree `rec` with one
@@ -85,7 +99,7 @@ pub(crate) fn merge(
     reserve_for(w, map, rec, key.len(), out.len())?;
     w.clear_hint(rec.root);
     touch_path(w, map, rec, &mut path)?;
-    put_at(w, map, rec, key, out, &path, found, false)
+    put_at(w, map, rec, key, out, 0, &path, found, false)
 }
 
 /// `ValueTooLarge` for a value over the format's limit.
@@ -122,6 +136,7 @@ fn put_at(
     rec: &mut DbRecord,
     key: &[u8],
     val: &[u8],
+    flags: u8,
     path: &Path,
     found: bool,
     hinted: bool,
@@ -131,7 +146,7 @@ fn put_at(
     let run = if big { l.overflow_pages(val.len()) } else { 0 };
     let leaf = path.leaf();
     if found {
-        if overwrite_in_place(w, leaf.pgno, leaf.idx, val, big)? {
+        if overwrite_in_place(w, leaf.pgno, leaf.idx, val, big, flags)? {
             return Ok(());
         }
         remove_leaf_node(w, rec, leaf.pgno, leaf.idx)?;
@@ -152,7 +167,7 @@ fn put_at(
     scratch.clear();
     scratch.resize(node::leaf_len(key.len(), val.len(), big), 0);
     // A new overflow run is dirty: its reference is FRESH.
-    node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { 0 });
+    node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { flags });
     let leaf_pages = rec.leaf_pages;
     // A hinted path ends at the right edge by construction.
     let at_end = hinted || (!found && is_rightmost(w, map, path, path.len)?);
@@ -200,14 +215,16 @@ fn append_path(
     Ok(Some(path))
 }
 
-/// Replaces the value of node `idx` in dirty leaf `pgno` when the new value
-/// is inline and exactly as long as an inline old one.
+/// Replaces the value of node `idx` in dirty leaf `pgno` (and sets its
+/// flags to `flags`) when the new value is inline and exactly as long as an
+/// inline old one.
 fn overwrite_in_place(
     w: &mut Writer,
     pgno: Pgno,
     idx: usize,
     val: &[u8],
     big: bool,
+    flags: u8,
 ) -> Result<bool> {
     if big {
         return Ok(false);
@@ -222,6 +239,7 @@ fn overwrite_in_place(
     if same {
         let d = edit::node_mut(b, idx);
         let v = node::LEAF_HDR + klen;
+        d[0] = flags;
         d[v..v + val.len()].copy_from_slice(val);
     }
     Ok(same)

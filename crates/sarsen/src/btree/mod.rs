@@ -6,6 +6,7 @@
 //! snapshot for read transactions, dirty pages then the map for the writer.
 
 pub(crate) mod delete;
+pub(crate) mod dup;
 pub(crate) mod estimate;
 pub(crate) mod free;
 pub(crate) mod insert;

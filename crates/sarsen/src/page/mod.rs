@@ -23,6 +23,7 @@
 //! use, so a damaged page gives [`Error::Corrupted`](crate::Error), never a
 //! panic or an out-of-bounds read.
 
+pub(crate) mod dup;
 pub(crate) mod meta;
 pub(crate) mod node;
 pub(crate) mod record;
@@ -186,6 +187,10 @@ impl<'a> Page<'a> {
         self.b
     }
     #[inline]
+    pub(crate) fn pgno(&self) -> Pgno {
+        self.pgno
+    }
+
     pub(crate) fn kind(&self) -> Kind {
         self.kind
     }
@@ -244,6 +249,28 @@ impl<'a> Page<'a> {
 
     /// Leaf node `i`.
     #[inline]
+    /// Indices and sub-tree roots of the leaf nodes that hold a duplicate
+    /// sub-tree record with `FRESH` (sub-trees written by this commit).
+    pub(crate) fn fresh_subtrees(&self, out: &mut Vec<(usize, Pgno)>) -> Result<()> {
+        for i in 0..self.len() {
+            let n = self.leaf(i)?;
+            let want = node::SUBTREE | node::FRESH;
+            if n.flags & want == want {
+                let LeafValue::Inline(v) = n.value else {
+                    return Err(Error::corrupted(
+                        u64::from(self.pgno),
+                        "sub-tree record in an overflow run",
+                    ));
+                };
+                let r = DbRecord::decode(v).ok_or_else(|| {
+                    Error::corrupted(u64::from(self.pgno), "damaged duplicate sub-tree record")
+                })?;
+                out.push((i, r.root));
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn leaf(&self, i: usize) -> Result<LeafNode<'a>> {
         let off = self.node_off(i)?;
         LeafNode::parse(&self.b[off..]).ok_or_else(|| self.err("leaf node overruns the page"))

@@ -4,7 +4,7 @@
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
-//! | 0 | 1 | flags: `BIG` 0x01 value in an overflow run; `FRESH` 0x08 that run was written by the same transaction as this page; 0x02/0x04 reserved for duplicate sub-pages and sub-trees (DUPSORT) |
+//! | 0 | 1 | flags: `BIG` 0x01 value in an overflow run; `DUPS` 0x02 the value is a duplicate list, `SUBTREE` 0x04 the value is a duplicate sub-tree's record (DUPSORT, see [`super::dup`]); `FRESH` 0x08 the overflow run or sub-tree root was written by the same transaction as this page |
 //! | 1 | 1 | reserved, 0 |
 //! | 2 | 2 | key length, bytes |
 //! | 4 | 4 | value length, bytes (the whole value, also when in an overflow run) |
@@ -33,6 +33,12 @@ pub(crate) const OVERFLOW_REF: usize = 12;
 
 /// Leaf flag: the value is in an overflow run.
 pub(crate) const BIG: u8 = 0x01;
+/// Leaf flag (DUPSORT): the value is a duplicate list ([`super::dup`]),
+/// LMDB's `F_DUPDATA` on a sub-page.
+pub(crate) const DUPS: u8 = 0x02;
+/// Leaf flag (DUPSORT): the value is the 64-byte record of a duplicate
+/// sub-tree, LMDB's `F_SUBDATA | F_DUPDATA`.
+pub(crate) const SUBTREE: u8 = 0x04;
 /// Flag: the referenced page or run was written by the same transaction as
 /// the page holding this node (used to verify a one-sync commit at open).
 pub(crate) const FRESH: u8 = 0x08;
@@ -102,7 +108,12 @@ pub(crate) fn write_leaf(d: &mut [u8], key: &[u8], value: &LeafValue<'_>, flags:
     let v = LEAF_HDR + key.len();
     match *value {
         LeafValue::Inline(val) => {
-            d[0] = flags & !(BIG | FRESH);
+            // FRESH stays only on a sub-tree record.
+            d[0] = if flags & SUBTREE != 0 {
+                flags & !BIG
+            } else {
+                flags & !(BIG | FRESH)
+            };
             wr32(d, 4, val.len() as u32);
             d[v..v + val.len()].copy_from_slice(val);
         }

@@ -6,7 +6,7 @@
 //! |-------:|-----:|-------|
 //! | 0  | 4 | root page number; 0 = empty tree |
 //! | 4  | 2 | depth (0 for an empty tree, 1 when the root is a leaf) |
-//! | 6  | 2 | flags: bits 0..4 the key order (0 bytewise, 1 reverse bytewise, 2 `u32` integer keys, 3 `u64` integer keys, 4 a user comparator named in the settings; others reserved); bits 4..16 reserved for the duplicate mode (0 = unique keys) |
+//! | 6  | 2 | flags: bits 0..4 the key order (0 bytewise, 1 reverse bytewise, 2 `u32` integer keys, 3 `u64` integer keys, 4 a user comparator named in the settings; others reserved); bit 4 `DUPSORT` (several values per key), bit 5 `DUPFIXED` (the values of a key have one size), bits 6..9 the duplicate order (codes 0..=3 as the key order's); bits 9..16 reserved |
 //! | 8  | 8 | XXH3-64 checksum of the root page |
 //! | 16 | 8 | txnid of the commit that last wrote the root |
 //! | 24 | 8 | branch pages |
@@ -31,6 +31,15 @@
 
 use super::{rd16, rd32, rd64, wr16, wr32, wr64, Pgno};
 use crate::io::lock::RECORD_WORDS;
+
+/// Record flag: a multimap (LMDB's `MDB_DUPSORT`).
+pub(crate) const DUPSORT: u16 = 0x0010;
+/// Record flag: the values of each key have one size (LMDB's `MDB_DUPFIXED`).
+pub(crate) const DUPFIXED: u16 = 0x0020;
+/// Shift of the duplicate order's code (3 bits) in the record flags.
+pub(crate) const DUP_ORDER_SHIFT: u16 = 6;
+/// Mask of every duplicate-mode bit in the record flags.
+pub(crate) const DUP_MASK: u16 = 0x01f0;
 
 /// Encoded size of a record, bytes.
 pub(crate) const RECORD_LEN: usize = 64;
@@ -117,6 +126,13 @@ impl DbRecord {
             sequence: w[7],
         }
     }
+}
+
+/// Writes a root checksum and the txnid that sealed it into the encoded
+/// record `b` (64 bytes), leaving the other fields.
+pub(crate) fn stamp_root(b: &mut [u8], cksum: u64, txnid: u64) {
+    wr64(b, 8, cksum);
+    wr64(b, 16, txnid);
 }
 
 /// Settings tag: the merge operator's name.

@@ -1,6 +1,7 @@
 //! Read and write transactions.
 
 pub(crate) mod commit;
+mod dup;
 pub(crate) mod gc;
 mod info;
 mod modes;
@@ -176,6 +177,19 @@ impl<'env> RoTxn<'env> {
         })
     }
 
+    /// The flags of `db`'s tree record (key order and duplicate mode).
+    pub(crate) fn tree_flags(&self, db: Database) -> Result<u16> {
+        Ok(self.tree(db)?.flags)
+    }
+
+    /// The duplicate mode of `db`: `None` for unique keys (LMDB's
+    /// `mdb_dbi_flags` for `MDB_DUPSORT` and its companions).
+    ///
+    /// Errors: [`Error::DbNotFound`].
+    pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
+        Ok(crate::DupMode::of(self.tree(db)?.flags))
+    }
+
     /// The key order of `db` (LMDB's `mdb_dbi_flags`, as far as the order
     /// goes): a user comparator's order needs it attached.
     ///
@@ -199,13 +213,13 @@ impl<'env> RoTxn<'env> {
         if !ord.fits(key) {
             return Ok(None);
         }
-        btree::get(self.src, &rec, ord, key)
+        get_in(self.src, &rec, ord, key)
     }
 
     /// A cursor over `db`.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Ok(Cursor::new(AnySource::Map(self.src), rec, ord))
+        Cursor::new(AnySource::Map(self.src), rec, ord)
     }
 
     /// All entries of `db` in key order (`.rev()` for descending).
@@ -236,7 +250,7 @@ impl<'env> RoTxn<'env> {
     /// ```
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Ok(Iter::new(AnySource::Map(self.src), rec, ord, range))
+        Iter::new(AnySource::Map(self.src), rec, ord, range)
     }
 
     /// The database's sequence in this snapshot (see
@@ -450,6 +464,28 @@ impl Drop for InactiveRoTxn<'_> {
     }
 }
 
+/// The value of `key` in the tree `rec`: in a DUPSORT tree, its first.
+#[inline]
+fn get_in<'a, S: btree::Source<'a>>(
+    s: S,
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<Option<&'a [u8]>> {
+    if rec.flags & crate::page::record::DUPSORT == 0 {
+        return btree::get(s, rec, ord, key);
+    }
+    let Some(d) = dup::dups_of(rec)? else {
+        return Ok(None);
+    };
+    Ok(match btree::dup::lookup(s, rec, ord, d, key)? {
+        None => None,
+        Some(btree::dup::Vals::One(v)) => Some(v),
+        Some(btree::dup::Vals::List(l)) => l.get(0),
+        Some(btree::dup::Vals::Tree(sub)) => Some(btree::dup::first_in(s, &sub)?),
+    })
+}
+
 /// Estimated entries of the tree `rec` in `lo..hi`.
 fn estimate<'a, S: btree::Source<'a>>(
     s: S,
@@ -547,6 +583,19 @@ fn check_order(
         recorded: order::describe(code, comparator),
         given: g.describe(),
     })
+}
+
+/// How errors name the duplicate mode in record flags `f`.
+fn describe_dups(f: u16) -> String {
+    use crate::page::record::{DUPFIXED, DUPSORT, DUP_ORDER_SHIFT};
+    if f & DUPSORT == 0 {
+        return "unique keys".into();
+    }
+    let fixed = if f & DUPFIXED != 0 { "DUPFIXED, " } else { "" };
+    format!(
+        "DUPSORT ({fixed}values {})",
+        order::describe((f >> DUP_ORDER_SHIFT) & 7, None)
+    )
 }
 
 /// The public form of `db`'s order `ord`.
@@ -700,6 +749,11 @@ impl<'env> RwTxn<'env> {
         Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
     }
 
+    /// The duplicate mode of `db` (see [`RoTxn::dup_mode`]).
+    pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
+        Ok(crate::DupMode::of(self.tree(db)?.flags))
+    }
+
     /// Loads the state of named `db` for writing. For the main database
     /// (`dbi` 0), only the settings count: its tree is `self.w.main`.
     fn named(&mut self, db: Database) -> Result<&mut NamedDb> {
@@ -787,13 +841,13 @@ impl<'env> RwTxn<'env> {
         if !ord.fits(key) {
             return Ok(None);
         }
-        btree::get(self.w.source(&self.env.map), &rec, ord, key)
+        get_in(self.w.source(&self.env.map), &rec, ord, key)
     }
 
     /// A cursor over `db`, seeing this transaction's changes.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Ok(Cursor::new(self.src(), rec, ord))
+        Cursor::new(self.src(), rec, ord)
     }
 
     /// All entries of `db` in key order.
@@ -804,7 +858,7 @@ impl<'env> RwTxn<'env> {
     /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Ok(Iter::new(self.src(), rec, ord, range))
+        Iter::new(self.src(), rec, ord, range)
     }
 
     /// Statistics of `db` as this transaction sees it.
@@ -858,7 +912,8 @@ impl<'env> RwTxn<'env> {
 
     /// `create_db`, a new database in `order`, without checking the order
     /// of an existing one.
-    fn create_inner(&mut self, name: Option<&str>, order: Option<&KeyOrder>) -> Result<Database> {
+    fn create_inner(&mut self, name: Option<&str>, opts: &DbOptions) -> Result<Database> {
+        let order = opts.order.as_ref();
         let Some(name) = name else {
             return Ok(Database::MAIN);
         };
@@ -873,7 +928,7 @@ impl<'env> RwTxn<'env> {
             order::check_name(c)?;
         }
         let rec = DbRecord {
-            flags: ord.code(),
+            flags: ord.code() | opts.dup_flags()?,
             ..DbRecord::default()
         };
         self.put_catalog(name, &rec)?;
@@ -902,7 +957,7 @@ impl<'env> RwTxn<'env> {
     /// and none is given or attached; those of
     /// [`create_db`](RwTxn::create_db).
     pub fn create_db_with(&mut self, name: Option<&str>, opts: &DbOptions) -> Result<Database> {
-        let db = self.create_inner(name, opts.order.as_ref())?;
+        let db = self.create_inner(name, opts)?;
         self.apply_options(db, opts)?;
         self.tree_ord(db)?;
         Ok(db)
@@ -929,6 +984,9 @@ impl<'env> RwTxn<'env> {
     fn apply_options(&mut self, db: Database, opts: &DbOptions) -> Result<()> {
         if let Some(o) = &opts.order {
             self.apply_order(db, o)?;
+        }
+        if opts.dups.is_some() {
+            self.apply_dups(db, opts.dup_flags()?)?;
         }
         let Some(op) = &opts.merge else {
             return Ok(());
@@ -973,6 +1031,27 @@ impl<'env> RwTxn<'env> {
         Ok(())
     }
 
+    /// Checks the duplicate mode `flags` against `db`'s, and gives it to
+    /// an empty main database that has none yet.
+    fn apply_dups(&mut self, db: Database, flags: u16) -> Result<()> {
+        use crate::page::record::DUP_MASK;
+        let rec = self.tree(db)?;
+        let recorded = rec.flags & DUP_MASK;
+        if recorded == flags {
+            return Ok(());
+        }
+        if db.dbi == 0 && rec.root == 0 && recorded == 0 {
+            self.w.main.flags = (self.w.main.flags & !DUP_MASK) | flags;
+            self.w.main_changed = true;
+            return Ok(());
+        }
+        Err(Error::DupModeMismatch {
+            db: self.env.registry.name(db)?.unwrap_or_default().into(),
+            recorded: describe_dups(recorded),
+            given: describe_dups(flags),
+        })
+    }
+
     /// Whether `db` has no operator recorded yet; `MergeOperatorMismatch`
     /// if it has one of another name than `op`'s.
     fn check_recorded(&mut self, db: Database, op: &dyn MergeOperator) -> Result<bool> {
@@ -1008,8 +1087,10 @@ impl<'env> RwTxn<'env> {
     /// reads and atomic with its commit. A result equal to the stored value
     /// writes nothing.
     ///
-    /// Merge is defined on databases with one value per key; multimaps
-    /// (LMDB's `MDB_DUPSORT`) are not in Sarsen yet, and will refuse it.
+    /// Merge is defined on databases with one value per key: on a DUPSORT
+    /// database it is [`Error::WrongDupMode`] (a merge there could mean a
+    /// new value or a change of one, and neither is what RocksDB's merge
+    /// means).
     ///
     /// Errors, each leaving the transaction as it was:
     /// [`Error::NoMergeOperator`] if none is attached to the handle;
@@ -1066,7 +1147,9 @@ impl<'env> RwTxn<'env> {
             });
         };
         let must_record = self.check_recorded(db, op.as_ref())?;
-        check_key(self.tree_ord(db)?.1, key)?;
+        let (rec, ord) = self.tree_ord(db)?;
+        dup::refuse_dups(&rec, "merge")?;
+        check_key(ord, key)?;
         let mut out = std::mem::take(&mut self.w.merge_buf);
         let r = self.change_ord(db, |w, map, rec, ord| {
             insert::merge(w, map, rec, ord, key, &mut out, |old, out| {
@@ -1129,6 +1212,9 @@ impl<'env> RwTxn<'env> {
         }
         self.change_ord(db, |w, map, rec, ord| {
             check_key(ord, key)?;
+            if let Some(d) = dup::dups_of(rec)? {
+                return dup::put(w, map, rec, ord, d, key, value).map(drop);
+            }
             insert::put(w, map, rec, ord, key, value)
         })
     }
@@ -1146,6 +1232,9 @@ impl<'env> RwTxn<'env> {
         self.change_ord(db, |w, map, rec, ord| {
             if !ord.fits(key) {
                 return Ok(false);
+            }
+            if let Some(d) = dup::dups_of(rec)? {
+                return Ok(btree::dup::delete_all(w, map, rec, ord, d, key)? > 0);
             }
             delete::delete(w, map, rec, ord, key)
         })

@@ -97,8 +97,10 @@ impl RwTxn<'_> {
     /// (libmdbx's `mdbx_replace`; the old value is copied out, since its
     /// page is rewritten).
     ///
-    /// Errors: as [`put`](RwTxn::put).
+    /// Errors: as [`put`](RwTxn::put); [`Error::WrongDupMode`] on a
+    /// DUPSORT database.
     pub fn replace(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        super::dup::refuse_dups(&self.tree(db)?, "replace")?;
         let old = if key.len() <= self.env.layout.max_key {
             self.get(db, key)?.map(<[u8]>::to_vec)
         } else {
@@ -110,7 +112,10 @@ impl RwTxn<'_> {
 
     /// Deletes `key` and returns the value it had (libmdbx's
     /// `mdbx_replace` with no new value), or `None` if it was absent.
+    ///
+    /// Errors: [`Error::WrongDupMode`] on a DUPSORT database.
     pub fn take(&mut self, db: Database, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        super::dup::refuse_dups(&self.tree(db)?, "take")?;
         if key.len() > self.env.layout.max_key {
             return Ok(None);
         }
@@ -123,7 +128,8 @@ impl RwTxn<'_> {
 
     /// Deletes every key of `db` in `range` (`a..b`, `a..=b`, `a..`, `..b`,
     /// `..` over `&[u8]`, bounds in the database's
-    /// [`KeyOrder`](crate::KeyOrder)); returns how many. Each delete descends once from
+    /// [`KeyOrder`](crate::KeyOrder)); returns how many entries went (in a
+    /// DUPSORT database, every value of each key). Each delete descends once from
     /// the root, so the cost is that of the deletes; `clear_db` empties a
     /// whole database faster.
     ///
@@ -180,13 +186,17 @@ impl RwTxn<'_> {
             }
             key.clear();
             key.extend_from_slice(k);
-            if !self.change(db, |w, map, rec| delete::delete(w, map, rec, ord, &key))? {
+            let gone = self.change(db, |w, map, rec| match super::dup::dups_of(rec)? {
+                Some(d) => crate::btree::dup::delete_all(w, map, rec, ord, d, &key),
+                None => delete::delete(w, map, rec, ord, &key).map(u64::from),
+            })?;
+            if gone == 0 {
                 return Err(Error::corrupted(
                     u64::from(rec.root),
                     "a key the cursor found could not be deleted",
                 ));
             }
-            n += 1;
+            n += gone;
             let next = from.get_or_insert_with(Vec::new);
             std::mem::swap(next, &mut key);
         }

@@ -3,14 +3,18 @@
 //! A cursor keeps the path from the root to its current leaf entry in a
 //! fixed-size stack (no allocation) and moves along leaves by climbing to
 //! the nearest ancestor with a neighbour, as LMDB's `mdb_cursor_sibling`.
-//! Keys and values it returns borrow the transaction: zero copy.
+//! Keys and values it returns borrow the transaction: zero copy. The
+//! moves across the values of a DUPSORT database are in [`dup`].
+
+mod dup;
 
 use std::ops::{Bound, RangeBounds};
 
+use crate::btree::dup::Dups;
 use crate::btree::{self, MapSource, Source, MAX_DEPTH};
 use crate::error::Result;
 use crate::order::Order;
-use crate::page::{DbRecord, LeafValue, Page, Pgno};
+use crate::page::{DbRecord, LeafNode, LeafValue, Page, Pgno};
 use crate::txn::writer::WSource;
 
 /// A key and its value, both borrowed from the transaction.
@@ -85,6 +89,33 @@ impl<'a> RawCursor<'a> {
         }
         let (p, i) = &self.stack[self.depth - 1];
         entry(self.src, p, *i).map(Some)
+    }
+
+    /// The leaf node under the cursor and its page number.
+    #[inline]
+    pub(crate) fn current_node(&self) -> Result<Option<(LeafNode<'a>, Pgno)>> {
+        if self.pos != Pos::At || self.depth == 0 {
+            return Ok(None);
+        }
+        let (p, i) = &self.stack[self.depth - 1];
+        Ok(Some((p.leaf(*i)?, p.pgno())))
+    }
+
+    /// The leaf page under the cursor and the index in it.
+    pub(crate) fn leaf_pos(&self) -> Option<(Page<'a>, usize)> {
+        (self.pos == Pos::At && self.depth > 0).then(|| self.stack[self.depth - 1])
+    }
+
+    /// Moves to index `i` of the current leaf (which the caller checked).
+    pub(crate) fn set_leaf_idx(&mut self, i: usize) {
+        if self.depth > 0 {
+            self.stack[self.depth - 1].1 = i;
+        }
+    }
+
+    /// The tree's record.
+    pub(crate) fn record(&self) -> &DbRecord {
+        &self.rec
     }
 
     /// Descends from `pgno` at `level` to a leaf, taking the first child
@@ -280,41 +311,75 @@ fn entry<'a>(src: AnySource<'a>, p: &Page<'a>, i: usize) -> Result<Entry<'a>> {
 /// ```
 pub struct Cursor<'txn> {
     raw: RawCursor<'txn>,
+    /// The duplicate mode of a DUPSORT database.
+    dups: Option<Dups>,
+    /// Where the cursor stands among the current key's values (DUPSORT).
+    sub: dup::Sub<'txn>,
+    /// `get_multiple` output gathered from a sub-tree leaf.
+    multi: Vec<u8>,
 }
 
 impl<'txn> Cursor<'txn> {
-    pub(crate) fn new(src: AnySource<'txn>, rec: DbRecord, ord: Order<'txn>) -> Cursor<'txn> {
-        Cursor {
+    pub(crate) fn new(
+        src: AnySource<'txn>,
+        rec: DbRecord,
+        ord: Order<'txn>,
+    ) -> Result<Cursor<'txn>> {
+        let dups = Dups::of(rec.flags)
+            .map_err(|what| crate::Error::corrupted(u64::from(rec.root), what))?;
+        Ok(Cursor {
             raw: RawCursor::new(src, rec, ord),
-        }
+            dups,
+            sub: dup::Sub::One,
+            multi: Vec::new(),
+        })
     }
 
-    /// Moves to the first entry (smallest key). `MDB_FIRST`.
+    /// Moves to the first entry (smallest key; in a DUPSORT database its
+    /// first value). `MDB_FIRST`.
     pub fn first(&mut self) -> Result<Option<Entry<'txn>>> {
-        self.raw.first()
+        let e = self.raw.first()?;
+        self.land(e, true)
     }
-    /// Moves to the last entry (largest key). `MDB_LAST`.
+    /// Moves to the last entry (largest key; in a DUPSORT database its
+    /// last value). `MDB_LAST`.
     pub fn last(&mut self) -> Result<Option<Entry<'txn>>> {
-        self.raw.last()
+        let e = self.raw.last()?;
+        self.land(e, false)
     }
-    /// Moves to the next entry. `MDB_NEXT`.
+    /// Moves to the next entry: in a DUPSORT database the next value of
+    /// this key, else the first value of the next key. `MDB_NEXT`.
     #[allow(clippy::should_implement_trait)]
+    #[inline]
     pub fn next(&mut self) -> Result<Option<Entry<'txn>>> {
-        self.raw.next()
+        if self.dups.is_none() {
+            return self.raw.next();
+        }
+        self.step_pair(true)
     }
-    /// Moves to the previous entry. `MDB_PREV`.
+    /// Moves to the previous entry (in a DUPSORT database the previous
+    /// value, or the last value of the previous key). `MDB_PREV`.
+    #[inline]
     pub fn prev(&mut self) -> Result<Option<Entry<'txn>>> {
-        self.raw.prev()
+        if self.dups.is_none() {
+            return self.raw.prev();
+        }
+        self.step_pair(false)
     }
     /// The entry under the cursor, `None` when unpositioned or past an end.
     /// `MDB_GET_CURRENT`.
     pub fn current(&self) -> Result<Option<Entry<'txn>>> {
-        self.raw.current()
+        if self.dups.is_none() {
+            return self.raw.current();
+        }
+        self.current_pair()
     }
     /// Moves to the first entry whose key is `>= key` in the database's
-    /// [`KeyOrder`](crate::KeyOrder). `MDB_SET_RANGE`.
+    /// [`KeyOrder`](crate::KeyOrder) (its first value, in a DUPSORT
+    /// database). `MDB_SET_RANGE`.
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'txn>>> {
-        self.raw.seek(key)
+        let e = self.raw.seek(key)?;
+        self.land(e, true)
     }
     /// Whether the cursor stands on an entry (libmdbx's
     /// `mdbx_cursor_on_first`/`on_last` need one; `false` before the first
@@ -329,7 +394,7 @@ impl<'txn> Cursor<'txn> {
         if !self.is_positioned() {
             return Ok(false);
         }
-        Ok(self.raw.clone().prev()?.is_none())
+        Ok(self.probe().prev()?.is_none())
     }
 
     /// Whether the cursor stands on the last entry (libmdbx's
@@ -338,7 +403,18 @@ impl<'txn> Cursor<'txn> {
         if !self.is_positioned() {
             return Ok(false);
         }
-        Ok(self.raw.clone().next()?.is_none())
+        Ok(self.probe().next()?.is_none())
+    }
+
+    /// A copy of this cursor for looking ahead (without the
+    /// `get_multiple` buffer).
+    fn probe(&self) -> Cursor<'txn> {
+        Cursor {
+            raw: self.raw.clone(),
+            dups: self.dups,
+            sub: self.sub.clone(),
+            multi: Vec::new(),
+        }
     }
 
     /// Whether the cursor has moved past the last entry (libmdbx's
@@ -348,10 +424,11 @@ impl<'txn> Cursor<'txn> {
         self.raw.pos == Pos::PastEnd
     }
 
-    /// Moves to `key` and returns its value, or `None` if absent (the
-    /// cursor then stands on the next larger key). `MDB_SET_KEY`.
+    /// Moves to `key` and returns its value (its first value, in a
+    /// DUPSORT database), or `None` if absent (the cursor then stands on
+    /// the next larger key). `MDB_SET_KEY`.
     pub fn seek_exact(&mut self, key: &[u8]) -> Result<Option<&'txn [u8]>> {
-        Ok(match self.raw.seek(key)? {
+        Ok(match self.seek(key)? {
             Some((k, v)) if k == key => Some(v),
             _ => None,
         })
@@ -363,14 +440,15 @@ impl<'txn> Cursor<'txn> {
 /// walks it backwards. Items are `Result`s: a damaged page ends the
 /// iteration with one `Err`.
 pub struct Iter<'txn> {
-    front: RawCursor<'txn>,
-    back: RawCursor<'txn>,
+    front: Cursor<'txn>,
+    back: Cursor<'txn>,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     front_started: bool,
     back_started: bool,
-    front_key: Option<&'txn [u8]>,
-    back_key: Option<&'txn [u8]>,
+    /// The last entries returned from either end.
+    front_key: Option<Entry<'txn>>,
+    back_key: Option<Entry<'txn>>,
     done: bool,
 }
 
@@ -388,10 +466,10 @@ impl<'txn> Iter<'txn> {
         rec: DbRecord,
         ord: Order<'txn>,
         range: R,
-    ) -> Iter<'txn> {
-        let c = RawCursor::new(src, rec, ord);
-        Iter {
-            front: c.clone(),
+    ) -> Result<Iter<'txn>> {
+        let c = Cursor::new(src, rec, ord)?;
+        Ok(Iter {
+            front: c.probe(),
             back: c,
             start: own(range.start_bound()),
             end: own(range.end_bound()),
@@ -400,7 +478,7 @@ impl<'txn> Iter<'txn> {
             front_key: None,
             back_key: None,
             done: false,
-        }
+        })
     }
 
     fn first_front(&mut self) -> Result<Option<Entry<'txn>>> {
@@ -408,7 +486,7 @@ impl<'txn> Iter<'txn> {
             Bound::Unbounded => self.front.first(),
             Bound::Included(k) => self.front.seek(k),
             Bound::Excluded(k) => match self.front.seek(k)? {
-                Some((fk, _)) if fk == k.as_slice() => self.front.next(),
+                Some((fk, _)) if fk == k.as_slice() => self.front.next_nodup(),
                 e => Ok(e),
             },
         }
@@ -421,7 +499,7 @@ impl<'txn> Iter<'txn> {
             Bound::Excluded(k) => (k, false),
         };
         match self.back.seek(k)? {
-            Some((bk, _)) if incl && bk == k.as_slice() => self.back.current(),
+            Some((bk, _)) if incl && bk == k.as_slice() => self.back.last_dup(),
             Some(_) => self.back.prev(),
             None => self.back.last(),
         }
@@ -429,7 +507,7 @@ impl<'txn> Iter<'txn> {
 
     #[inline]
     fn in_end(&self, k: &[u8]) -> bool {
-        let ord = self.front.ord;
+        let ord = self.front.raw.ord;
         match &self.end {
             Bound::Unbounded => true,
             Bound::Included(e) => !ord.lt(e, k),
@@ -439,7 +517,7 @@ impl<'txn> Iter<'txn> {
 
     #[inline]
     fn in_start(&self, k: &[u8]) -> bool {
-        let ord = self.front.ord;
+        let ord = self.front.raw.ord;
         match &self.start {
             Bound::Unbounded => true,
             Bound::Included(s) => !ord.lt(k, s),
@@ -450,12 +528,20 @@ impl<'txn> Iter<'txn> {
     /// Whether `k`, the next item going forward (`fwd`) or back, is in
     /// the range and short of the other side's last item.
     #[inline(never)]
-    fn inside(&self, k: &[u8], fwd: bool) -> bool {
-        let ord = self.front.ord;
+    fn inside(&self, e: Entry<'_>, fwd: bool) -> bool {
         if fwd {
-            self.in_end(k) && self.back_key.is_none_or(|b| ord.lt(k, b))
+            self.in_end(e.0) && self.back_key.is_none_or(|b| self.pair_lt(e, b))
         } else {
-            self.in_start(k) && self.front_key.is_none_or(|f| ord.lt(f, k))
+            self.in_start(e.0) && self.front_key.is_none_or(|f| self.pair_lt(f, e))
+        }
+    }
+
+    /// Whether entry `a` comes before `b`: by key, then (DUPSORT) by value.
+    fn pair_lt(&self, a: Entry<'_>, b: Entry<'_>) -> bool {
+        match self.front.raw.ord.cmp(a.0, b.0) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => self.front.dups.is_some_and(|d| d.ord.lt(a.1, b.1)),
         }
     }
 
@@ -478,14 +564,14 @@ impl<'txn> Iter<'txn> {
                 } else {
                     matches!(self.start, Bound::Unbounded) && self.front_key.is_none()
                 };
-                if !open && !self.inside(k, fwd) {
+                if !open && !self.inside((k, v), fwd) {
                     self.done = true;
                     return None;
                 }
                 if fwd {
-                    self.front_key = Some(k);
+                    self.front_key = Some((k, v));
                 } else {
-                    self.back_key = Some(k);
+                    self.back_key = Some((k, v));
                 }
                 Some(Ok((k, v)))
             }
