@@ -55,7 +55,7 @@ mod txn;
 
 pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};
 pub use copy::CopyInfo;
-pub use cursor::{Cursor, Entry, Iter};
+pub use cursor::{Cursor, Entry, Iter, RwCursor};
 pub use db::{Database, DbOptions, DupMode, Stat};
 pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
 pub use error::{Error, Result};

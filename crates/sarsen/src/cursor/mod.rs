@@ -7,6 +7,9 @@
 //! moves across the values of a DUPSORT database are in [`dup`].
 
 mod dup;
+mod write;
+
+pub use write::RwCursor;
 
 use std::ops::{Bound, RangeBounds};
 
@@ -422,6 +425,11 @@ impl<'txn> Cursor<'txn> {
     /// argument). `prev` then returns the last entry.
     pub fn is_past_end(&self) -> bool {
         self.raw.pos == Pos::PastEnd
+    }
+
+    /// Whether the cursor has moved before the first entry.
+    pub(crate) fn is_before_start(&self) -> bool {
+        self.raw.pos == Pos::BeforeStart
     }
 
     /// Moves to `key` and returns its value (its first value, in a

@@ -844,6 +844,15 @@ impl<'env> RwTxn<'env> {
         get_in(self.w.source(&self.env.map), &rec, ord, key)
     }
 
+    /// A write cursor over `db` (LMDB's cursor in a write transaction):
+    /// it moves as a [`Cursor`] and also puts, replaces, deletes and
+    /// merges where it stands. It borrows the transaction mutably.
+    ///
+    /// Errors: [`Error::DbNotFound`], [`Error::Corrupted`].
+    pub fn cursor_mut(&mut self, db: Database) -> Result<crate::RwCursor<'_, 'env>> {
+        crate::RwCursor::new(self, db)
+    }
+
     /// A cursor over `db`, seeing this transaction's changes.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
