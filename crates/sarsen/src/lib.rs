@@ -62,7 +62,7 @@ pub use error::{Error, Result};
 pub use merge::{MergeError, MergeOperator};
 pub use order::{Comparator, KeyOrder, MAX_COMPARATOR_NAME};
 pub use readers::{ReaderInfo, SlowReader, SlowReaderAction, SlowReaderHandler};
-pub use txn::{InactiveRoTxn, NestedTxn, RoTxn, RwTxn, TxnInfo};
+pub use txn::{Canary, InactiveRoTxn, NestedTxn, RoTxn, RwTxn, TxnInfo};
 
 /// Test-only storage seam (cargo feature `fault-injection`): fail writes
 /// and syncs of the data file, record them, and build power-loss images.

@@ -21,7 +21,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 64 | the record above (all zero for the main database, whose record is in the meta page) |
-//! | 64 | 1  | tag: 1 = name of the merge operator, 2 = name of the user comparator (both UTF-8); other tags are reserved |
+//! | 64 | 1  | tag: 1 = name of the merge operator, 2 = name of the user comparator (both UTF-8), 3 = the canary (main database only: x, y, z and the txnid that wrote them, four `u64`, 32 bytes); other tags are reserved |
 //! | 65 | 1  | length `n` of the field, bytes (1..=255) |
 //! | 66 | n  | the field |
 //! | ...| | further fields, each tag, length, bytes |
@@ -139,6 +139,8 @@ pub(crate) fn stamp_root(b: &mut [u8], cksum: u64, txnid: u64) {
 const TAG_MERGE: u8 = 1;
 /// Settings tag: the user comparator's name (record order code 4).
 const TAG_COMPARATOR: u8 = 2;
+/// Settings tag (main database only): the canary, four `u64` words.
+const TAG_CANARY: u8 = 3;
 
 /// A catalog value: a database's record and settings, borrowed from the page.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -148,6 +150,9 @@ pub(crate) struct CatalogEntry<'a> {
     pub merge: Option<&'a str>,
     /// Name of the user comparator recorded for the database.
     pub comparator: Option<&'a str>,
+    /// The environment's canary (x, y, z, txnid), in the main database's
+    /// entry.
+    pub canary: Option<[u64; 4]>,
 }
 
 impl<'a> CatalogEntry<'a> {
@@ -159,6 +164,7 @@ impl<'a> CatalogEntry<'a> {
             .ok_or("catalog value shorter than a record")?;
         let mut merge = None;
         let mut comparator = None;
+        let mut canary = None;
         let mut rest = &b[RECORD_LEN..];
         while let [tag, len, tail @ ..] = rest {
             let n = usize::from(*len);
@@ -174,6 +180,9 @@ impl<'a> CatalogEntry<'a> {
                         std::str::from_utf8(field).map_err(|_| "comparator name is not UTF-8")?;
                     comparator = Some(name);
                 }
+                TAG_CANARY if n == 32 => {
+                    canary = Some([0, 8, 16, 24].map(|o| rd64(field, o)));
+                }
                 _ => return Err("unknown catalog setting"),
             }
             rest = &tail[n..];
@@ -185,6 +194,7 @@ impl<'a> CatalogEntry<'a> {
             rec,
             merge,
             comparator,
+            canary,
         })
     }
 
@@ -198,6 +208,12 @@ impl<'a> CatalogEntry<'a> {
                 let n = name.len().min(255);
                 out.extend_from_slice(&[tag, n as u8]);
                 out.extend_from_slice(&name.as_bytes()[..n]);
+            }
+        }
+        if let Some(c) = self.canary {
+            out.extend_from_slice(&[TAG_CANARY, 32]);
+            for w in c {
+                out.extend_from_slice(&w.to_le_bytes());
             }
         }
     }
@@ -225,6 +241,7 @@ mod tests {
                 rec,
                 merge,
                 comparator,
+                canary: None,
             };
             e.encode(&mut b);
             assert_eq!(CatalogEntry::decode(&b), Ok(e));
@@ -233,6 +250,7 @@ mod tests {
             rec,
             merge: Some("max"),
             comparator: Some("nocase"),
+            canary: Some([1, u64::MAX, 3, 4]),
         };
         both.encode(&mut b);
         assert_eq!(CatalogEntry::decode(&b), Ok(both));
@@ -240,6 +258,7 @@ mod tests {
             rec,
             merge: Some("uint64add"),
             comparator: None,
+            canary: None,
         }
         .encode(&mut b);
         assert!(CatalogEntry::decode(&b[..63]).is_err());

@@ -48,6 +48,7 @@ fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
             rec: nd.rec,
             merge: nd.merge.as_deref(),
             comparator: nd.comparator.as_deref(),
+            canary: nd.canary,
         };
         e.encode(entry);
         let mut cat = w.catalog;

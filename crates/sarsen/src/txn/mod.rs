@@ -1,5 +1,6 @@
 //! Read and write transactions.
 
+mod canary;
 pub(crate) mod commit;
 mod dup;
 pub(crate) mod gc;
@@ -21,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
 use crate::order::{self, KeyOrder, Order, ORDER_MASK};
 use crate::page::{CatalogEntry, DbRecord, MAX_VALUE};
+pub use canary::Canary;
 pub use info::TxnInfo;
 pub use nested::NestedTxn;
 use writer::{NamedDb, Writer};
@@ -770,6 +772,7 @@ impl<'env> RwTxn<'env> {
                     dirty: false,
                     merge: e.merge.map(Into::into),
                     comparator: e.comparator.map(Into::into),
+                    canary: e.canary,
                 },
                 None => NamedDb::absent(),
             };
@@ -949,6 +952,7 @@ impl<'env> RwTxn<'env> {
             dirty: comparator.is_some(),
             merge: None,
             comparator: comparator.map(Into::into),
+            canary: None,
         };
         Ok(db)
     }

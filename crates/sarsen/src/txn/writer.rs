@@ -34,6 +34,8 @@ pub(crate) struct NamedDb {
     /// Name of the user comparator recorded for the database (its record's
     /// flags say the order is a user comparator's).
     pub comparator: Option<Box<str>>,
+    /// The canary (main database's entry only).
+    pub canary: Option<[u64; 4]>,
 }
 
 impl NamedDb {
@@ -45,6 +47,7 @@ impl NamedDb {
             dirty: false,
             merge: None,
             comparator: None,
+            canary: None,
         }
     }
 }
