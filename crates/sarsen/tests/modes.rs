@@ -53,7 +53,13 @@ fn step(rng: &mut SmallRng, w: &mut RwTxn, db: Database, m: &mut Map, seq: &mut 
     let k = key(rng);
     let max = if rng.random_ratio(1, 20) { 900 } else { 20 };
     let v = vec![rng.random::<u8>(); rng.random_range(0..max)];
-    match rng.random_range(0..7) {
+    match rng.random_range(0..8) {
+        7 => {
+            w.put_reserve(db, &k, v.len(), |b| b.copy_from_slice(&v))
+                .unwrap();
+            m.insert(k.clone(), v);
+            format!("put_reserve {k:?}")
+        }
         0 => {
             let got = w.put_no_overwrite(db, &k, &v).unwrap().map(<[u8]>::to_vec);
             assert_eq!(got.as_ref(), m.get(&k));

@@ -93,6 +93,59 @@ impl RwTxn<'_> {
         Ok(c.last()?.is_none_or(|(last, _)| ord.lt(last, key)))
     }
 
+    /// Puts `key` with a `len`-byte value that `fill` writes (LMDB's
+    /// `MDB_RESERVE`): for serialising straight into the database's buffer
+    /// instead of building the value first. `fill` gets `len` zeroed bytes
+    /// and must write the whole value; it runs before anything changes, so
+    /// a panic in it leaves the transaction as it was.
+    ///
+    /// LMDB hands out the page bytes themselves, to be filled before the
+    /// next operation; Sarsen's pages carry checksums, so the value is
+    /// filled in a buffer the writer owns and copied into the page or
+    /// overflow run (one `memcpy`). The closure form keeps the filling
+    /// inside the call, where a later version can hash a run after `fill`
+    /// returns and drop the copy without changing the API.
+    ///
+    /// Errors: as [`put`](RwTxn::put).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// w.put_reserve(db, b"squares", 10, |buf| {
+    ///     for (i, b) in buf.iter_mut().enumerate() {
+    ///         *b = (i * i) as u8;
+    ///     }
+    /// })?;
+    /// assert_eq!(w.get(db, b"squares")?, Some(&[0u8, 1, 4, 9, 16, 25, 36, 49, 64, 81][..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn put_reserve(
+        &mut self,
+        db: Database,
+        key: &[u8],
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Result<()> {
+        if len > crate::page::MAX_VALUE {
+            return Err(Error::ValueTooLarge {
+                len,
+                max: crate::page::MAX_VALUE,
+            });
+        }
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let mut buf = std::mem::take(&mut self.w.merge_buf);
+        buf.clear();
+        buf.resize(len, 0);
+        fill(&mut buf);
+        let r = self.put(db, key, &buf);
+        self.w.merge_buf = buf;
+        r
+    }
+
     /// Puts `key` with `value` and returns the value it replaced, if any
     /// (libmdbx's `mdbx_replace`; the old value is copied out, since its
     /// page is rewritten).
