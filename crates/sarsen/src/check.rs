@@ -129,11 +129,15 @@ struct Walk<'a> {
     /// comparator not attached in this environment).
     ord: Option<Order<'a>>,
     /// The duplicate mode of the tree being walked (DUPSORT).
-    dups: Option<Dups>,
+    dups: Option<Dups<'a>>,
+    /// Whether the duplicate order is known (a user comparator of values
+    /// is attached): if not, the order of values is not checked.
+    dup_ord_known: bool,
 }
 
-/// A named database found in the catalog: name, record, comparator name.
-type NamedTree = (String, DbRecord, Option<String>);
+/// A named database found in the catalog: name, record, the names of its
+/// key comparator and of its duplicate values' comparator.
+type NamedTree = (String, DbRecord, Option<String>, Option<String>);
 
 /// Checks the snapshot `src` of txnid `txnid` with the given tree records.
 pub(crate) fn check(
@@ -171,25 +175,34 @@ pub(crate) fn walk<'a>(
         },
         ord: Some(Order::Bytewise),
         dups: None,
+        dup_ord_known: true,
     };
     w.tree("gc", gc_rec, |w, k, v, pgno| w.gc_record(k, v, pgno, txnid));
     let mut named: Vec<NamedTree> = Vec::new();
-    let mut main_cmp = None;
+    let mut main_cmp = [None, None];
     w.tree("catalog", catalog, |w, k, v, pgno| {
         w.catalog_entry(k, v, pgno, &mut named, &mut main_cmp)
     });
+    let [main_cmp, main_dcmp] = main_cmp;
     w.ord = w.tree_order(
         "main",
         main,
         main_cmp.as_deref(),
         registry.comparator(Database::MAIN),
     );
-    w.dups = w.tree_dups("main", main);
+    w.set_dups(
+        "main",
+        main,
+        main_dcmp.as_deref(),
+        registry.dup_comparator(Database::MAIN),
+    );
     w.tree("main", main, |_, _, _, _| {});
-    for (name, rec, cmp) in &named {
-        let attached = registry.find(name).and_then(|db| registry.comparator(db));
+    for (name, rec, cmp, dcmp) in &named {
+        let db = registry.find(name);
+        let attached = db.and_then(|db| registry.comparator(db));
         w.ord = w.tree_order(name, rec, cmp.as_deref(), attached);
-        w.dups = w.tree_dups(name, rec);
+        let dattached = db.and_then(|db| registry.dup_comparator(db));
+        w.set_dups(name, rec, dcmp.as_deref(), dattached);
         w.tree(name, rec, |_, _, _, _| {});
     }
     w.leaks();
@@ -382,18 +395,40 @@ impl<'a> Walk<'a> {
         }
     }
 
-    /// The duplicate mode in `rec`'s flags; a problem if unknown.
-    fn tree_dups(&mut self, name: &str, rec: &DbRecord) -> Option<Dups> {
-        Dups::of(rec.flags).unwrap_or_else(|what| {
+    /// Takes the duplicate mode in `rec`'s flags for the walk of tree
+    /// `name`: a user order of values by the comparator `attached` if it has
+    /// the `recorded` name, else with the order of values unchecked.
+    fn set_dups(
+        &mut self,
+        name: &str,
+        rec: &DbRecord,
+        recorded: Option<&str>,
+        attached: Option<&'a std::sync::Arc<dyn order::Comparator>>,
+    ) {
+        let custom = attached
+            .filter(|c| recorded == Some(c.name()))
+            .map(|c| Order::Custom(&**c));
+        let user = crate::btree::dup::custom_dups(rec.flags);
+        self.dup_ord_known = !user || custom.is_some();
+        // Unchecked: any order stands in, and order problems are not reported.
+        let custom = custom.or(user.then_some(Order::Bytewise));
+        self.dups = Dups::of(rec.flags, custom).unwrap_or_else(|what| {
             self.problem(u64::from(rec.root), name, what);
             None
-        })
+        });
     }
 
     /// Checks the values of one leaf node of a DUPSORT tree: a single
     /// value, a sorted list, or a sub-tree (walked like any tree, in the
     /// duplicate order, its pages and values counted into `t`).
-    fn dup_node(&mut self, tree: &str, nd: &LeafNode<'a>, d: Dups, pgno: Pgno, t: &mut TreeReport) {
+    fn dup_node(
+        &mut self,
+        tree: &str,
+        nd: &LeafNode<'a>,
+        d: Dups<'a>,
+        pgno: Pgno,
+        t: &mut TreeReport,
+    ) {
         let at = u64::from(pgno);
         let vals = match crate::btree::dup::vals(nd, d, pgno) {
             Ok(v) => v,
@@ -413,7 +448,8 @@ impl<'a> Walk<'a> {
                     let Some(v) = l.get(i) else {
                         return self.problem(at, tree, "damaged duplicate list");
                     };
-                    if prev.is_some_and(|p| !d.ord.lt(p, v)) || !size_ok(v) {
+                    let disorder = self.dup_ord_known && prev.is_some_and(|p| !d.ord.lt(p, v));
+                    if disorder || !size_ok(v) {
                         let what =
                             format!("duplicate list value {i} out of order or of a wrong size");
                         self.problem(at, tree, what);
@@ -426,7 +462,7 @@ impl<'a> Walk<'a> {
     }
 
     /// Walks a duplicate sub-tree and checks its record's counts.
-    fn dup_tree(&mut self, tree: &str, r: &DbRecord, d: Dups, t: &mut TreeReport) {
+    fn dup_tree(&mut self, tree: &str, r: &DbRecord, d: Dups<'a>, t: &mut TreeReport) {
         let depth = r.depth as usize;
         if depth == 0 || depth > MAX_DEPTH {
             let what = format!("duplicate sub-tree of depth {depth}");
@@ -434,7 +470,7 @@ impl<'a> Walk<'a> {
         }
         let mut sub = TreeReport::default();
         let saved = (self.ord, self.dups);
-        (self.ord, self.dups) = (Some(d.ord), None);
+        (self.ord, self.dups) = (self.dup_ord_known.then_some(d.ord), None);
         let top = Node {
             pgno: r.root,
             cksum: r.root_cksum,
@@ -580,7 +616,7 @@ impl<'a> Walk<'a> {
         v: &[u8],
         pgno: Pgno,
         named: &mut Vec<NamedTree>,
-        main_cmp: &mut Option<String>,
+        main_cmp: &mut [Option<String>; 2],
     ) {
         let at = u64::from(pgno);
         let e = match CatalogEntry::decode(v) {
@@ -595,11 +631,19 @@ impl<'a> Walk<'a> {
                     "the main database's settings carry a tree record",
                 );
             }
-            *main_cmp = e.comparator.map(Into::into);
+            *main_cmp = [
+                e.comparator.map(Into::into),
+                e.dup_comparator.map(Into::into),
+            ];
             return;
         }
         match std::str::from_utf8(k) {
-            Ok(name) => named.push((name.into(), e.rec, e.comparator.map(Into::into))),
+            Ok(name) => named.push((
+                name.into(),
+                e.rec,
+                e.comparator.map(Into::into),
+                e.dup_comparator.map(Into::into),
+            )),
             Err(_) => self.problem(at, "catalog", "database name is not UTF-8"),
         }
     }

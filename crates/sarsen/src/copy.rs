@@ -206,7 +206,7 @@ fn fill_compact(env: &Env, txn: &RoTxn<'_>, work: &Path) -> Result<(u64, u64)> {
         // order needs it attached to the source's handle).
         let opts = crate::DbOptions::new()
             .key_order(txn.key_order(db)?)
-            .with_dup_flags(txn.tree_flags(db)?);
+            .with_dup_mode(txn.dup_mode(db)?);
         let mut w = out.write_txn()?;
         let to = w.create_db_with(name.as_deref(), &opts)?;
         if let Some(op) = merge {

@@ -101,9 +101,9 @@ impl DbOptions {
     /// Makes the database a multimap (LMDB's `MDB_DUPSORT`): each key
     /// holds a sorted set of values, in `order` (bytewise by default;
     /// [`KeyOrder::ReverseBytewise`] is LMDB's `MDB_REVERSEDUP`,
-    /// [`KeyOrder::U32`]/[`KeyOrder::U64`] its `MDB_INTEGERDUP`; a user
-    /// comparator for values is not supported yet, and is
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument)).
+    /// [`KeyOrder::U32`]/[`KeyOrder::U64`] its `MDB_INTEGERDUP`;
+    /// [`KeyOrder::Custom`] a user comparator, LMDB's `mdb_set_dupsort`,
+    /// recorded by name and attached to the handle as a key comparator is).
     ///
     /// Recorded when the database is created (for the main database, by
     /// the first write transaction that opens it while it is empty);
@@ -157,9 +157,9 @@ impl DbOptions {
         self
     }
 
-    /// These options with the duplicate mode that record flags `f` give.
-    pub(crate) fn with_dup_flags(self, f: u16) -> DbOptions {
-        match DupMode::of(f) {
+    /// These options with the duplicate mode `m`.
+    pub(crate) fn with_dup_mode(self, m: Option<DupMode>) -> DbOptions {
+        match m {
             None => self,
             Some(m) if m.fixed => self.dup_sort(m.order).dup_fixed(),
             Some(m) => self.dup_sort(m.order),
@@ -173,12 +173,15 @@ impl DbOptions {
             return Ok(0);
         };
         let code = order.as_order().code();
-        if code == order::CODE_CUSTOM {
-            return Err(Error::InvalidArgument(
-                "a user comparator for duplicate values is not supported".into(),
-            ));
-        }
         Ok(DUPSORT | if *fixed { DUPFIXED } else { 0 } | code << DUP_ORDER_SHIFT)
+    }
+
+    /// The name of the user comparator of duplicate values asked for.
+    pub(crate) fn dup_comparator_name(&self) -> Option<&str> {
+        match &self.dups {
+            Some((KeyOrder::Custom(c), _)) => Some(c.name()),
+            _ => None,
+        }
     }
 
     /// Attaches `op` as the database's merge operator (RocksDB's
@@ -223,16 +226,18 @@ pub struct DupMode {
 }
 
 impl DupMode {
-    /// The mode in record flags `f`, or `None` for unique keys.
-    pub(crate) fn of(f: u16) -> Option<DupMode> {
+    /// The mode in record flags `f`, or `None` for unique keys; `custom`
+    /// is the comparator of values, for a record that says it has one.
+    pub(crate) fn of(f: u16, custom: Option<&Arc<dyn Comparator>>) -> Option<DupMode> {
         use crate::page::record::{DUPFIXED, DUPSORT, DUP_ORDER_SHIFT};
         if f & DUPSORT == 0 {
             return None;
         }
-        let order = match (f >> DUP_ORDER_SHIFT) & 7 {
-            order::CODE_REVERSE => KeyOrder::ReverseBytewise,
-            order::CODE_U32 => KeyOrder::U32,
-            order::CODE_U64 => KeyOrder::U64,
+        let order = match ((f >> DUP_ORDER_SHIFT) & 7, custom) {
+            (order::CODE_REVERSE, _) => KeyOrder::ReverseBytewise,
+            (order::CODE_U32, _) => KeyOrder::U32,
+            (order::CODE_U64, _) => KeyOrder::U64,
+            (order::CODE_CUSTOM, Some(c)) => KeyOrder::Custom(Arc::clone(c)),
             _ => KeyOrder::Bytewise,
         };
         Some(DupMode {
@@ -281,6 +286,7 @@ pub(crate) struct Registry {
     names: Box<[OnceLock<Box<str>>]>,
     operators: Box<[OnceLock<Arc<dyn MergeOperator>>]>,
     comparators: Box<[OnceLock<Arc<dyn Comparator>>]>,
+    dup_comparators: Box<[OnceLock<Arc<dyn Comparator>>]>,
     len: AtomicU32,
     add: Mutex<()>,
 }
@@ -292,6 +298,7 @@ impl Registry {
             names: (0..=max).map(|_| OnceLock::new()).collect(),
             operators: (0..=max).map(|_| OnceLock::new()).collect(),
             comparators: (0..=max).map(|_| OnceLock::new()).collect(),
+            dup_comparators: (0..=max).map(|_| OnceLock::new()).collect(),
             len: AtomicU32::new(1),
             add: Mutex::new(()),
         }
@@ -412,6 +419,66 @@ impl Registry {
         };
         if recorded != Some(c.name()) {
             return Err(Error::KeyOrderMismatch {
+                db: dbname()?,
+                recorded: order::describe(order::CODE_CUSTOM, recorded),
+                given: order::describe(order::CODE_CUSTOM, Some(c.name())),
+            });
+        }
+        Ok(Order::Custom(&**c))
+    }
+}
+
+impl Registry {
+    /// Attaches `c` as the comparator of `db`'s duplicate values, for the
+    /// life of the environment; one of the same name again is a no-op.
+    ///
+    /// Errors: [`Error::DupModeMismatch`] if one of another name is attached.
+    pub(crate) fn attach_dup_comparator(
+        &self,
+        db: Database,
+        c: &Arc<dyn Comparator>,
+    ) -> Result<()> {
+        let slot = self
+            .dup_comparators
+            .get(db.dbi as usize)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown database handle {}", db.dbi)))?;
+        let have = slot.get_or_init(|| Arc::clone(c));
+        if have.name() != c.name() {
+            return Err(Error::DupModeMismatch {
+                db: self.name(db)?.unwrap_or_default().into(),
+                recorded: order::describe(order::CODE_CUSTOM, Some(have.name())),
+                given: order::describe(order::CODE_CUSTOM, Some(c.name())),
+            });
+        }
+        Ok(())
+    }
+
+    /// The comparator of `db`'s duplicate values attached, if any.
+    pub(crate) fn dup_comparator(&self, db: Database) -> Option<&Arc<dyn Comparator>> {
+        self.dup_comparators
+            .get(db.dbi as usize)
+            .and_then(OnceLock::get)
+    }
+
+    /// The order of `db`'s duplicate values, whose record says a user
+    /// comparator named `recorded` sorts them: the attached one, which must
+    /// have that name.
+    ///
+    /// Errors: [`Error::NoComparator`], [`Error::DupModeMismatch`].
+    pub(crate) fn dup_order(&self, db: Database, recorded: Option<&str>) -> Result<Order<'_>> {
+        let dbname = || -> Result<String> { Ok(self.name(db)?.unwrap_or_default().into()) };
+        let c = self
+            .dup_comparators
+            .get(db.dbi as usize)
+            .and_then(OnceLock::get);
+        let Some(c) = c else {
+            return Err(Error::NoComparator {
+                db: dbname()?,
+                name: recorded.unwrap_or_default().into(),
+            });
+        };
+        if recorded != Some(c.name()) {
+            return Err(Error::DupModeMismatch {
                 db: dbname()?,
                 recorded: order::describe(order::CODE_CUSTOM, recorded),
                 given: order::describe(order::CODE_CUSTOM, Some(c.name())),

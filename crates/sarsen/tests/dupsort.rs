@@ -23,6 +23,17 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sarsen::{Database, DbOptions, Env, EnvOptions, Error, KeyOrder, RoTxn, RwTxn};
 
+/// Values by length, then bytewise (a user comparator of values).
+struct ByLen;
+impl sarsen::Comparator for ByLen {
+    fn name(&self) -> &str {
+        "bylen"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+    }
+}
+
 /// One duplicate configuration under test.
 #[derive(Clone, Copy, Debug)]
 struct Mode {
@@ -387,6 +398,12 @@ fn modes() -> Vec<Mode> {
             fixed: true,
             page,
         });
+        out.push(Mode {
+            order: || KeyOrder::custom(ByLen),
+            size: None,
+            fixed: false,
+            page,
+        });
     }
     out
 }
@@ -545,6 +562,36 @@ fn dup_mode_is_recorded_and_checked() {
 }
 
 #[test]
+fn a_user_order_of_values_is_recorded_and_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = common::open(dir.path(), EnvOptions::new().max_dbs(4));
+    let by_len = DbOptions::new().dup_sort(KeyOrder::custom(ByLen));
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db_with(Some("d"), &by_len).unwrap();
+    for v in [&b"ccc"[..], b"a", b"bb", b"b"] {
+        w.put(db, b"k", v).unwrap();
+    }
+    w.commit().unwrap();
+    drop(env);
+    // A new environment: the comparator must be given again.
+    let env = common::open(dir.path(), EnvOptions::new().max_dbs(4));
+    let r = env.read_txn().unwrap();
+    let db = r.open_db(Some("d")).unwrap().unwrap();
+    assert!(matches!(r.get(db, b"k"), Err(Error::NoComparator { .. })));
+    drop(r);
+    let mut w = env.write_txn().unwrap();
+    let other = DbOptions::new().dup_sort(KeyOrder::Bytewise);
+    let e = w.open_db_with(Some("d"), &other);
+    assert!(matches!(e, Err(Error::DupModeMismatch { .. })), "{e:?}");
+    let db = w.open_db_with(Some("d"), &by_len).unwrap().unwrap();
+    let vals: Vec<&[u8]> = w.iter(db).unwrap().map(|e| e.unwrap().1).collect();
+    assert_eq!(vals, [&b"a"[..], b"b", b"bb", b"ccc"]);
+    assert!(matches!(w.dup_mode(db).unwrap(), Some(m) if m.order.compare(b"zz", b"a").is_gt()));
+    w.commit().unwrap();
+    assert_check(&env, "user order of values");
+}
+
+#[test]
 fn compact_copy_keeps_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let env = common::open(
@@ -552,7 +599,7 @@ fn compact_copy_keeps_duplicates() {
         EnvOptions::new().page_size(512).max_dbs(4),
     );
     let m = Mode {
-        order: || KeyOrder::ReverseBytewise,
+        order: || KeyOrder::custom(ByLen),
         size: None,
         fixed: false,
         page: 512,
@@ -572,6 +619,11 @@ fn compact_copy_keeps_duplicates() {
     env.compact_copy_to(&to).unwrap();
     let copy = common::open(&to, EnvOptions::new().max_dbs(4));
     assert_check(&copy, "copy");
+    // The user order of values must be attached to the copy's handle.
+    let mut w = copy.write_txn().unwrap();
+    w.open_db_with(Some("multi"), &opts(&m)).unwrap().unwrap();
+    w.commit().unwrap();
+    assert_check(&copy, "copy, comparator attached");
     let r = copy.read_txn().unwrap();
     let db = r.open_db(Some("multi")).unwrap().unwrap();
     compare(&r, db, &model, "copy");

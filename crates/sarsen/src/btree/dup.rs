@@ -28,36 +28,55 @@ use crate::txn::writer::Writer;
 
 /// The duplicate mode of a DUPSORT tree, from its record's flags.
 #[derive(Clone, Copy)]
-pub(crate) struct Dups {
+pub(crate) struct Dups<'a> {
     /// Order of the values of one key (LMDB's `MDB_REVERSEDUP`,
-    /// `MDB_INTEGERDUP`; bytewise by default).
-    pub ord: Order<'static>,
+    /// `MDB_INTEGERDUP`, `mdb_set_dupsort`; bytewise by default).
+    pub ord: Order<'a>,
     /// All values of one key have one size (LMDB's `MDB_DUPFIXED`).
     pub fixed: bool,
+    /// The recorded order code of the values (the sub-trees' key order).
+    code: u16,
 }
 
-impl Dups {
-    /// The duplicate mode recorded in `flags`: `None` for unique keys,
-    /// `Err` for a duplicate order code that is not a built-in one.
-    pub(crate) fn of(flags: u16) -> std::result::Result<Option<Dups>, &'static str> {
+impl<'a> Dups<'a> {
+    /// The duplicate mode recorded in `flags`: `None` for unique keys.
+    /// `custom` is the user order of the values, for a record that says
+    /// it has one. `Err` for an unknown order code, or a user order
+    /// without `custom`.
+    pub(crate) fn of(
+        flags: u16,
+        custom: Option<Order<'a>>,
+    ) -> std::result::Result<Option<Dups<'a>>, &'static str> {
         if flags & DUPSORT == 0 {
             return Ok(None);
         }
-        let code = (flags >> DUP_ORDER_SHIFT) & 7;
+        let fixed = flags & DUPFIXED != 0;
+        let code = dup_code(flags);
         match Order::builtin(code) {
-            Ok(Some(ord)) if code != CODE_CUSTOM => Ok(Some(Dups {
-                ord,
-                fixed: flags & DUPFIXED != 0,
-            })),
-            _ => Err("unknown duplicate order in the tree record's flags"),
+            Ok(Some(ord)) => Ok(Some(Dups { ord, fixed, code })),
+            Ok(None) => match custom {
+                Some(ord) => Ok(Some(Dups { ord, fixed, code })),
+                None => Err("user order of duplicate values without its comparator"),
+            },
+            Err(_) => Err("unknown duplicate order in the tree record's flags"),
         }
     }
 
     /// The record flags of a duplicate sub-tree: its key order is the
     /// duplicate order.
     pub(crate) fn sub_flags(&self) -> u16 {
-        self.ord.code()
+        self.code
     }
+}
+
+/// The duplicate order code in record flags `flags`.
+pub(crate) fn dup_code(flags: u16) -> u16 {
+    (flags >> DUP_ORDER_SHIFT) & 7
+}
+
+/// Whether record flags `flags` say a user comparator sorts the values.
+pub(crate) fn custom_dups(flags: u16) -> bool {
+    flags & DUPSORT != 0 && dup_code(flags) == CODE_CUSTOM
 }
 
 /// The values held by one leaf node of a DUPSORT tree.
@@ -69,7 +88,7 @@ pub(crate) enum Vals<'a> {
 }
 
 /// Reads the values of leaf node `n` of page `pgno` of a DUPSORT tree.
-pub(crate) fn vals<'a>(n: &LeafNode<'a>, d: Dups, pgno: Pgno) -> Result<Vals<'a>> {
+pub(crate) fn vals<'a>(n: &LeafNode<'a>, d: Dups<'_>, pgno: Pgno) -> Result<Vals<'a>> {
     let bad = |what: &str| Error::corrupted(u64::from(pgno), what.to_string());
     let LeafValue::Inline(v) = n.value else {
         return Err(bad("overflow value in a DUPSORT database"));
@@ -93,7 +112,7 @@ pub(crate) fn lookup<'a, S: Source<'a>>(
     s: S,
     rec: &DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
 ) -> Result<Option<Vals<'a>>> {
     if rec.root == 0 {
@@ -126,7 +145,7 @@ pub(crate) fn first_in<'a, S: Source<'a>>(s: S, sub: &DbRecord) -> Result<&'a [u
 }
 
 /// `BadValueSize` unless `val` has the size of the key's other values.
-fn check_fixed(d: Dups, have: usize, val: &[u8]) -> Result<()> {
+fn check_fixed(d: Dups<'_>, have: usize, val: &[u8]) -> Result<()> {
     if d.fixed && have != val.len() {
         return Err(Error::BadValueSize {
             len: val.len(),
@@ -151,7 +170,7 @@ pub(crate) fn put(
     map: &Map,
     rec: &mut DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
     val: &[u8],
 ) -> Result<bool> {
@@ -185,7 +204,7 @@ fn put_in_tree(
     map: &Map,
     rec: &mut DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
     val: &[u8],
     mut sub: DbRecord,
@@ -210,7 +229,7 @@ pub(crate) fn delete_one(
     map: &Map,
     rec: &mut DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
     val: &[u8],
 ) -> Result<bool> {
@@ -245,7 +264,7 @@ fn delete_in_tree(
     map: &Map,
     rec: &mut DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
     val: &[u8],
     mut sub: DbRecord,
@@ -310,7 +329,7 @@ pub(crate) fn delete_all(
     map: &Map,
     rec: &mut DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
 ) -> Result<u64> {
     let count = match lookup(w.source(map), rec, ord, d, key)? {
@@ -338,7 +357,7 @@ fn store_values(
     map: &Map,
     rec: &mut DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
     vals: &[&[u8]],
 ) -> Result<()> {

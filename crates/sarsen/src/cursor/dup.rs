@@ -294,7 +294,7 @@ impl<'txn> Cursor<'txn> {
         self.get_multiple()
     }
 
-    fn need_dups(&self, op: &'static str) -> Result<bdup::Dups> {
+    fn need_dups(&self, op: &'static str) -> Result<bdup::Dups<'txn>> {
         self.dups.ok_or(Error::WrongDupMode {
             op,
             needs: "with duplicates (DUPSORT)",

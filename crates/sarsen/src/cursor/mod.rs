@@ -315,7 +315,7 @@ fn entry<'a>(src: AnySource<'a>, p: &Page<'a>, i: usize) -> Result<Entry<'a>> {
 pub struct Cursor<'txn> {
     raw: RawCursor<'txn>,
     /// The duplicate mode of a DUPSORT database.
-    dups: Option<Dups>,
+    dups: Option<Dups<'txn>>,
     /// Where the cursor stands among the current key's values (DUPSORT).
     sub: dup::Sub<'txn>,
     /// `get_multiple` output gathered from a sub-tree leaf.
@@ -327,8 +327,9 @@ impl<'txn> Cursor<'txn> {
         src: AnySource<'txn>,
         rec: DbRecord,
         ord: Order<'txn>,
+        dup_order: Option<Order<'txn>>,
     ) -> Result<Cursor<'txn>> {
-        let dups = Dups::of(rec.flags)
+        let dups = Dups::of(rec.flags, dup_order)
             .map_err(|what| crate::Error::corrupted(u64::from(rec.root), what))?;
         Ok(Cursor {
             raw: RawCursor::new(src, rec, ord),
@@ -473,9 +474,10 @@ impl<'txn> Iter<'txn> {
         src: AnySource<'txn>,
         rec: DbRecord,
         ord: Order<'txn>,
+        dup_order: Option<Order<'txn>>,
         range: R,
     ) -> Result<Iter<'txn>> {
-        let c = Cursor::new(src, rec, ord)?;
+        let c = Cursor::new(src, rec, ord, dup_order)?;
         Ok(Iter {
             front: c.probe(),
             back: c,

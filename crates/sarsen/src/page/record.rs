@@ -21,7 +21,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0  | 64 | the record above (all zero for the main database, whose record is in the meta page) |
-//! | 64 | 1  | tag: 1 = name of the merge operator, 2 = name of the user comparator (both UTF-8), 3 = the canary (main database only: x, y, z and the txnid that wrote them, four `u64`, 32 bytes); other tags are reserved |
+//! | 64 | 1  | tag: 1 = name of the merge operator, 2 = name of the user comparator (both UTF-8), 3 = the canary (main database only: x, y, z and the txnid that wrote them, four `u64`, 32 bytes), 4 = name of the user comparator of duplicate values (UTF-8); other tags are reserved |
 //! | 65 | 1  | length `n` of the field, bytes (1..=255) |
 //! | 66 | n  | the field |
 //! | ...| | further fields, each tag, length, bytes |
@@ -141,6 +141,9 @@ const TAG_MERGE: u8 = 1;
 const TAG_COMPARATOR: u8 = 2;
 /// Settings tag (main database only): the canary, four `u64` words.
 const TAG_CANARY: u8 = 3;
+/// Settings tag: the user comparator of duplicate values (DUPSORT order
+/// code 4).
+const TAG_DUP_COMPARATOR: u8 = 4;
 
 /// A catalog value: a database's record and settings, borrowed from the page.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -153,6 +156,8 @@ pub(crate) struct CatalogEntry<'a> {
     /// The environment's canary (x, y, z, txnid), in the main database's
     /// entry.
     pub canary: Option<[u64; 4]>,
+    /// Name of the user comparator of the database's duplicate values.
+    pub dup_comparator: Option<&'a str>,
 }
 
 impl<'a> CatalogEntry<'a> {
@@ -165,6 +170,7 @@ impl<'a> CatalogEntry<'a> {
         let mut merge = None;
         let mut comparator = None;
         let mut canary = None;
+        let mut dup_comparator = None;
         let mut rest = &b[RECORD_LEN..];
         while let [tag, len, tail @ ..] = rest {
             let n = usize::from(*len);
@@ -179,6 +185,11 @@ impl<'a> CatalogEntry<'a> {
                     let name =
                         std::str::from_utf8(field).map_err(|_| "comparator name is not UTF-8")?;
                     comparator = Some(name);
+                }
+                TAG_DUP_COMPARATOR if n > 0 => {
+                    let name =
+                        std::str::from_utf8(field).map_err(|_| "comparator name is not UTF-8")?;
+                    dup_comparator = Some(name);
                 }
                 TAG_CANARY if n == 32 => {
                     canary = Some([0, 8, 16, 24].map(|o| rd64(field, o)));
@@ -195,6 +206,7 @@ impl<'a> CatalogEntry<'a> {
             merge,
             comparator,
             canary,
+            dup_comparator,
         })
     }
 
@@ -203,7 +215,12 @@ impl<'a> CatalogEntry<'a> {
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         out.clear();
         out.extend_from_slice(&self.rec.encode());
-        for (tag, name) in [(TAG_MERGE, self.merge), (TAG_COMPARATOR, self.comparator)] {
+        let names = [
+            (TAG_MERGE, self.merge),
+            (TAG_COMPARATOR, self.comparator),
+            (TAG_DUP_COMPARATOR, self.dup_comparator),
+        ];
+        for (tag, name) in names {
             if let Some(name) = name {
                 let n = name.len().min(255);
                 out.extend_from_slice(&[tag, n as u8]);
@@ -242,6 +259,7 @@ mod tests {
                 merge,
                 comparator,
                 canary: None,
+                dup_comparator: None,
             };
             e.encode(&mut b);
             assert_eq!(CatalogEntry::decode(&b), Ok(e));
@@ -251,6 +269,7 @@ mod tests {
             merge: Some("max"),
             comparator: Some("nocase"),
             canary: Some([1, u64::MAX, 3, 4]),
+            dup_comparator: Some("bylen"),
         };
         both.encode(&mut b);
         assert_eq!(CatalogEntry::decode(&b), Ok(both));
@@ -259,6 +278,7 @@ mod tests {
             merge: Some("uint64add"),
             comparator: None,
             canary: None,
+            dup_comparator: None,
         }
         .encode(&mut b);
         assert!(CatalogEntry::decode(&b[..63]).is_err());

@@ -49,6 +49,7 @@ fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
             merge: nd.merge.as_deref(),
             comparator: nd.comparator.as_deref(),
             canary: nd.canary,
+            dup_comparator: nd.dup_comparator.as_deref(),
         };
         e.encode(entry);
         let mut cat = w.catalog;

@@ -14,9 +14,11 @@ use crate::page::record::RECORD_LEN;
 use crate::page::{DbRecord, Layout};
 use crate::txn::writer::Writer;
 
-/// The duplicate mode of the tree `rec` (`None`: unique keys).
-pub(crate) fn dups_of(rec: &DbRecord) -> Result<Option<Dups>> {
-    Dups::of(rec.flags).map_err(|what| Error::corrupted(u64::from(rec.root), what))
+/// The duplicate mode of the tree `rec` (`None`: unique keys); `custom`
+/// is the user order of its values when its record says it has one
+/// ([`RwTxn::dup_order`] resolves it).
+pub(crate) fn dups_of<'a>(rec: &DbRecord, custom: Option<Order<'a>>) -> Result<Option<Dups<'a>>> {
+    Dups::of(rec.flags, custom).map_err(|what| Error::corrupted(u64::from(rec.root), what))
 }
 
 /// Longest key of a DUPSORT database, bytes: its node must be able to hold
@@ -29,7 +31,7 @@ pub(crate) fn max_dup_key(l: &Layout) -> usize {
 /// Checks a pair for a DUPSORT database: the key as [`max_dup_key`], the
 /// value at most a key long (it may become a sub-tree key) and inline with
 /// its key, and of the integer size of an integer duplicate order.
-pub(crate) fn check_pair(l: &Layout, d: Dups, key: &[u8], val: &[u8]) -> Result<()> {
+pub(crate) fn check_pair(l: &Layout, d: Dups<'_>, key: &[u8], val: &[u8]) -> Result<()> {
     let kmax = max_dup_key(l);
     if key.len() > kmax {
         return Err(Error::KeyTooLarge {
@@ -60,7 +62,7 @@ pub(crate) fn put(
     map: &Map,
     rec: &mut DbRecord,
     ord: Order<'_>,
-    d: Dups,
+    d: Dups<'_>,
     key: &[u8],
     val: &[u8],
 ) -> Result<bool> {
@@ -92,8 +94,9 @@ impl RwTxn<'_> {
     /// # }
     /// ```
     pub fn put_no_dup_data(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<bool> {
+        let dc = self.dup_order(db)?;
         self.change_ord(db, |w, map, rec, ord| {
-            let d = need_dups(rec, "put_no_dup_data")?;
+            let d = need_dups(rec, dc, "put_no_dup_data")?;
             super::check_key(ord, key)?;
             put(w, map, rec, ord, d, key, value)
         })
@@ -122,8 +125,9 @@ impl RwTxn<'_> {
     /// # }
     /// ```
     pub fn delete_dup(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<bool> {
+        let dc = self.dup_order(db)?;
         self.change_ord(db, |w, map, rec, ord| {
-            let d = need_dups(rec, "delete_dup")?;
+            let d = need_dups(rec, dc, "delete_dup")?;
             if !ord.fits(key) || key.len() > max_dup_key(&w.layout) {
                 return Ok(false);
             }
@@ -140,7 +144,7 @@ impl RwTxn<'_> {
     /// [`put`](RwTxn::put).
     pub fn append_dup(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         let (rec, ord) = self.tree_ord(db)?;
-        let d = need_dups(&rec, "append_dup")?;
+        let d = need_dups(&rec, self.dup_order(db)?, "append_dup")?;
         let after = {
             let mut c = self.cursor(db)?;
             match c.last()? {
@@ -160,8 +164,12 @@ impl RwTxn<'_> {
 }
 
 /// The duplicate mode of `rec`; `WrongDupMode` for `op` without one.
-pub(crate) fn need_dups(rec: &DbRecord, op: &'static str) -> Result<Dups> {
-    dups_of(rec)?.ok_or(Error::WrongDupMode {
+pub(crate) fn need_dups<'a>(
+    rec: &DbRecord,
+    custom: Option<Order<'a>>,
+    op: &'static str,
+) -> Result<Dups<'a>> {
+    dups_of(rec, custom)?.ok_or(Error::WrongDupMode {
         op,
         needs: "with duplicates (DUPSORT)",
     })
@@ -169,7 +177,7 @@ pub(crate) fn need_dups(rec: &DbRecord, op: &'static str) -> Result<Dups> {
 
 /// `WrongDupMode` for `op` on a DUPSORT tree.
 pub(crate) fn refuse_dups(rec: &DbRecord, op: &'static str) -> Result<()> {
-    if dups_of(rec)?.is_some() {
+    if rec.flags & crate::page::record::DUPSORT != 0 {
         return Err(Error::WrongDupMode {
             op,
             needs: "without duplicates (not DUPSORT)",

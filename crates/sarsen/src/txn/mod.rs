@@ -168,6 +168,18 @@ impl<'env> RoTxn<'env> {
         }
     }
 
+    /// The user order of the duplicate values of `db`'s tree `rec`, if its
+    /// record says it has one.
+    fn dup_order(&self, db: Database, rec: &DbRecord) -> Result<Option<Order<'env>>> {
+        if !btree::dup::custom_dups(rec.flags) {
+            return Ok(None);
+        }
+        let name = self.env.registry.name(db)?.unwrap_or_default();
+        let e = lookup_entry(self.src, &self.catalog, name)?;
+        let recorded = e.and_then(|e| e.dup_comparator);
+        self.env.registry.dup_order(db, recorded).map(Some)
+    }
+
     /// The order of `db`'s tree `rec`; `comparator` is the name recorded
     /// with a named database (the main database's is looked up here).
     fn order(&self, db: Database, rec: &DbRecord, comparator: Option<&str>) -> Result<Order<'env>> {
@@ -179,17 +191,16 @@ impl<'env> RoTxn<'env> {
         })
     }
 
-    /// The flags of `db`'s tree record (key order and duplicate mode).
-    pub(crate) fn tree_flags(&self, db: Database) -> Result<u16> {
-        Ok(self.tree(db)?.flags)
-    }
-
     /// The duplicate mode of `db`: `None` for unique keys (LMDB's
     /// `mdb_dbi_flags` for `MDB_DUPSORT` and its companions).
     ///
-    /// Errors: [`Error::DbNotFound`].
+    /// Errors: [`Error::DbNotFound`]; [`Error::NoComparator`] if a user
+    /// comparator sorts the values and none is attached.
     pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
-        Ok(crate::DupMode::of(self.tree(db)?.flags))
+        let rec = self.tree(db)?;
+        self.dup_order(db, &rec)?;
+        let c = self.env.registry.dup_comparator(db);
+        Ok(crate::DupMode::of(rec.flags, c))
     }
 
     /// The key order of `db` (LMDB's `mdb_dbi_flags`, as far as the order
@@ -215,13 +226,19 @@ impl<'env> RoTxn<'env> {
         if !ord.fits(key) {
             return Ok(None);
         }
-        get_in(self.src, &rec, ord, key)
+        let dc = self.dup_order(db, &rec)?;
+        get_in(self.src, &rec, ord, dc, key)
     }
 
     /// A cursor over `db`.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Cursor::new(AnySource::Map(self.src), rec, ord)
+        Cursor::new(
+            AnySource::Map(self.src),
+            rec,
+            ord,
+            self.dup_order(db, &rec)?,
+        )
     }
 
     /// All entries of `db` in key order (`.rev()` for descending).
@@ -252,7 +269,8 @@ impl<'env> RoTxn<'env> {
     /// ```
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Iter::new(AnySource::Map(self.src), rec, ord, range)
+        let dc = self.dup_order(db, &rec)?;
+        Iter::new(AnySource::Map(self.src), rec, ord, dc, range)
     }
 
     /// The database's sequence in this snapshot (see
@@ -472,12 +490,13 @@ fn get_in<'a, S: btree::Source<'a>>(
     s: S,
     rec: &DbRecord,
     ord: Order<'_>,
+    dup_order: Option<Order<'_>>,
     key: &[u8],
 ) -> Result<Option<&'a [u8]>> {
     if rec.flags & crate::page::record::DUPSORT == 0 {
         return btree::get(s, rec, ord, key);
     }
-    let Some(d) = dup::dups_of(rec)? else {
+    let Some(d) = dup::dups_of(rec, dup_order)? else {
         return Ok(None);
     };
     Ok(match btree::dup::lookup(s, rec, ord, d, key)? {
@@ -588,7 +607,7 @@ fn check_order(
 }
 
 /// How errors name the duplicate mode in record flags `f`.
-fn describe_dups(f: u16) -> String {
+fn describe_dups(f: u16, comparator: Option<&str>) -> String {
     use crate::page::record::{DUPFIXED, DUPSORT, DUP_ORDER_SHIFT};
     if f & DUPSORT == 0 {
         return "unique keys".into();
@@ -596,7 +615,7 @@ fn describe_dups(f: u16) -> String {
     let fixed = if f & DUPFIXED != 0 { "DUPFIXED, " } else { "" };
     format!(
         "DUPSORT ({fixed}values {})",
-        order::describe((f >> DUP_ORDER_SHIFT) & 7, None)
+        order::describe((f >> DUP_ORDER_SHIFT) & 7, comparator)
     )
 }
 
@@ -740,6 +759,25 @@ impl<'env> RwTxn<'env> {
         })
     }
 
+    /// The user order of `db`'s duplicate values, if its record says it
+    /// has one (`None` otherwise: built-in orders need no lookup).
+    pub(crate) fn dup_order(&self, db: Database) -> Result<Option<Order<'env>>> {
+        let rec = self.tree(db)?;
+        if !btree::dup::custom_dups(rec.flags) {
+            return Ok(None);
+        }
+        let env = self.env;
+        let recorded = match self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
+            Some(n) => n.dup_comparator.clone(),
+            None => {
+                let name = env.registry.name(db)?.unwrap_or_default();
+                let e = lookup_entry(self.w.source(&env.map), &self.w.catalog, name)?;
+                e.and_then(|e| e.dup_comparator).map(Into::into)
+            }
+        };
+        env.registry.dup_order(db, recorded.as_deref()).map(Some)
+    }
+
     /// The tree of `db` as this transaction sees it, and its key order.
     fn tree_ord(&self, db: Database) -> Result<(DbRecord, Order<'env>)> {
         let rec = self.tree(db)?;
@@ -753,7 +791,9 @@ impl<'env> RwTxn<'env> {
 
     /// The duplicate mode of `db` (see [`RoTxn::dup_mode`]).
     pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
-        Ok(crate::DupMode::of(self.tree(db)?.flags))
+        self.dup_order(db)?;
+        let c = self.env.registry.dup_comparator(db);
+        Ok(crate::DupMode::of(self.tree(db)?.flags, c))
     }
 
     /// Loads the state of named `db` for writing. For the main database
@@ -773,6 +813,7 @@ impl<'env> RwTxn<'env> {
                     merge: e.merge.map(Into::into),
                     comparator: e.comparator.map(Into::into),
                     canary: e.canary,
+                    dup_comparator: e.dup_comparator.map(Into::into),
                 },
                 None => NamedDb::absent(),
             };
@@ -844,7 +885,8 @@ impl<'env> RwTxn<'env> {
         if !ord.fits(key) {
             return Ok(None);
         }
-        get_in(self.w.source(&self.env.map), &rec, ord, key)
+        let dc = self.dup_order(db)?;
+        get_in(self.w.source(&self.env.map), &rec, ord, dc, key)
     }
 
     /// A write cursor over `db` (LMDB's cursor in a write transaction):
@@ -859,7 +901,7 @@ impl<'env> RwTxn<'env> {
     /// A cursor over `db`, seeing this transaction's changes.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Cursor::new(self.src(), rec, ord)
+        Cursor::new(self.src(), rec, ord, self.dup_order(db)?)
     }
 
     /// All entries of `db` in key order.
@@ -870,7 +912,7 @@ impl<'env> RwTxn<'env> {
     /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Iter::new(self.src(), rec, ord, range)
+        Iter::new(self.src(), rec, ord, self.dup_order(db)?, range)
     }
 
     /// Statistics of `db` as this transaction sees it.
@@ -939,6 +981,10 @@ impl<'env> RwTxn<'env> {
         if let Some(c) = comparator {
             order::check_name(c)?;
         }
+        let dcmp = opts.dup_comparator_name();
+        if let Some(c) = dcmp {
+            order::check_name(c)?;
+        }
         let rec = DbRecord {
             flags: ord.code() | opts.dup_flags()?,
             ..DbRecord::default()
@@ -948,11 +994,12 @@ impl<'env> RwTxn<'env> {
         *n = NamedDb {
             rec,
             exists: true,
-            // The comparator's name goes into the catalog at commit.
-            dirty: comparator.is_some(),
+            // The comparators' names go into the catalog at commit.
+            dirty: comparator.is_some() || dcmp.is_some(),
             merge: None,
             comparator: comparator.map(Into::into),
             canary: None,
+            dup_comparator: dcmp.map(Into::into),
         };
         Ok(db)
     }
@@ -999,7 +1046,7 @@ impl<'env> RwTxn<'env> {
             self.apply_order(db, o)?;
         }
         if opts.dups.is_some() {
-            self.apply_dups(db, opts.dup_flags()?)?;
+            self.apply_dups(db, opts)?;
         }
         let Some(op) = &opts.merge else {
             return Ok(());
@@ -1046,22 +1093,35 @@ impl<'env> RwTxn<'env> {
 
     /// Checks the duplicate mode `flags` against `db`'s, and gives it to
     /// an empty main database that has none yet.
-    fn apply_dups(&mut self, db: Database, flags: u16) -> Result<()> {
+    fn apply_dups(&mut self, db: Database, opts: &DbOptions) -> Result<()> {
         use crate::page::record::DUP_MASK;
+        let flags = opts.dup_flags()?;
+        let given = opts.dup_comparator_name();
+        if let Some((KeyOrder::Custom(c), _)) = &opts.dups {
+            order::check_name(c.name())?;
+            self.env.registry.attach_dup_comparator(db, c)?;
+        }
         let rec = self.tree(db)?;
         let recorded = rec.flags & DUP_MASK;
-        if recorded == flags {
+        let recorded_name = self.named(db)?.dup_comparator.clone();
+        if recorded == flags && recorded_name.as_deref() == given {
             return Ok(());
         }
         if db.dbi == 0 && rec.root == 0 && recorded == 0 {
             self.w.main.flags = (self.w.main.flags & !DUP_MASK) | flags;
             self.w.main_changed = true;
+            if let Some(c) = given {
+                let n = self.named(db)?;
+                n.dup_comparator = Some(c.into());
+                n.exists = true;
+                n.dirty = true;
+            }
             return Ok(());
         }
         Err(Error::DupModeMismatch {
             db: self.env.registry.name(db)?.unwrap_or_default().into(),
-            recorded: describe_dups(recorded),
-            given: describe_dups(flags),
+            recorded: describe_dups(recorded, recorded_name.as_deref()),
+            given: describe_dups(flags, given),
         })
     }
 
@@ -1223,9 +1283,10 @@ impl<'env> RwTxn<'env> {
                 max: MAX_VALUE,
             });
         }
+        let dc = self.dup_order(db)?;
         self.change_ord(db, |w, map, rec, ord| {
             check_key(ord, key)?;
-            if let Some(d) = dup::dups_of(rec)? {
+            if let Some(d) = dup::dups_of(rec, dc)? {
                 return dup::put(w, map, rec, ord, d, key, value).map(drop);
             }
             insert::put(w, map, rec, ord, key, value)
@@ -1242,11 +1303,12 @@ impl<'env> RwTxn<'env> {
             }
             return self.tree(db).map(|_| false);
         }
+        let dc = self.dup_order(db)?;
         self.change_ord(db, |w, map, rec, ord| {
             if !ord.fits(key) {
                 return Ok(false);
             }
-            if let Some(d) = dup::dups_of(rec)? {
+            if let Some(d) = dup::dups_of(rec, dc)? {
                 return Ok(btree::dup::delete_all(w, map, rec, ord, d, key)? > 0);
             }
             delete::delete(w, map, rec, ord, key)

@@ -239,7 +239,8 @@ impl RwTxn<'_> {
             }
             key.clear();
             key.extend_from_slice(k);
-            let gone = self.change(db, |w, map, rec| match super::dup::dups_of(rec)? {
+            let dc = self.dup_order(db)?;
+            let gone = self.change(db, |w, map, rec| match super::dup::dups_of(rec, dc)? {
                 Some(d) => crate::btree::dup::delete_all(w, map, rec, ord, d, &key),
                 None => delete::delete(w, map, rec, ord, &key).map(u64::from),
             })?;

@@ -36,6 +36,8 @@ pub(crate) struct NamedDb {
     pub comparator: Option<Box<str>>,
     /// The canary (main database's entry only).
     pub canary: Option<[u64; 4]>,
+    /// Name of the user comparator recorded for the duplicate values.
+    pub dup_comparator: Option<Box<str>>,
 }
 
 impl NamedDb {
@@ -48,6 +50,7 @@ impl NamedDb {
             merge: None,
             comparator: None,
             canary: None,
+            dup_comparator: None,
         }
     }
 }
