@@ -7,7 +7,8 @@
 //! (`mdb_put` flags 0), `put_no_overwrite` (`MDB_NOOVERWRITE`), `append`
 //! (`MDB_APPEND`), `get`, `delete`, `clear_db` (`mdb_drop(.., 0)`), cursor sessions
 //! (`MDB_FIRST`/`LAST`/`NEXT`/`PREV`/`SET_RANGE`/`SET`/`SET_KEY`/`GET_CURRENT`) in
-//! read and write transactions, and reopening both environments. Databases are
+//! read and write transactions, a read transaction held across later write
+//! transactions (a pinned snapshot), and reopening both environments. Databases are
 //! either the main one alone or one to four named ones, each in one key order:
 //! bytewise, reverse (`MDB_REVERSEKEY`), or native `u32`/`u64` (`MDB_INTEGERKEY`
 //! with 4- or 8-byte keys). Keys are 1..=511 bytes (LMDB's default limit; 480 when
@@ -52,16 +53,15 @@ mod generate;
 mod report;
 
 use std::fmt;
-use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use generate::{gen_case, gen_program, max_key_for};
+use generate::{gen_case, gen_program, max_key_for, Case, DbSpec, Order, Val, B};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use report::{compare, report, run_case};
 use sarsen::{Cursor, Database, DbOptions, Durability, Env, EnvOptions, Error, Iter};
-use sarsen::{KeyOrder, RoTxn, RwTxn, Stat};
+use sarsen::{RoTxn, RwTxn, Stat};
 
 /// LMDB's map: address space only, plenty for a case.
 const MAP_SIZE: usize = 64 << 20;
@@ -69,91 +69,7 @@ const MAP_SIZE: usize = 64 << 20;
 const LMDB_MAX_KEY: usize = 511;
 
 // ---------------------------------------------------------------------------
-// Programs
-
-/// A database's key order, in both engines' terms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Order {
-    Bytewise,
-    Reverse,
-    U32,
-    U64,
-}
-
-impl Order {
-    const ALL: [Order; 4] = [Order::Bytewise, Order::Reverse, Order::U32, Order::U64];
-
-    fn sarsen(self) -> KeyOrder {
-        match self {
-            Order::Bytewise => KeyOrder::Bytewise,
-            Order::Reverse => KeyOrder::ReverseBytewise,
-            Order::U32 => KeyOrder::U32,
-            Order::U64 => KeyOrder::U64,
-        }
-    }
-
-    fn lmdb_flags(self) -> u32 {
-        match self {
-            Order::Bytewise => 0,
-            Order::Reverse => lmdb::MDB_REVERSEKEY,
-            Order::U32 | Order::U64 => lmdb::MDB_INTEGERKEY,
-        }
-    }
-}
-
-/// One database of a case: the main one (name `None`) or a named one.
-// DUPSORT: a third field, the duplicate mode (MDB_DUPSORT with MDB_DUPFIXED,
-// MDB_INTEGERDUP, MDB_REVERSEDUP), goes here, with its flags beside `lmdb_flags`.
-#[derive(Clone, Debug)]
-struct DbSpec(Option<String>, Order);
-
-/// A byte string (key or value) that prints as short hex.
-#[derive(Clone, PartialEq, Eq)]
-struct B(Vec<u8>);
-
-impl Deref for B {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl fmt::Debug for B {
-    /// Whole up to 20 bytes, else the ends, the length and a hash.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let h = |s: &[u8]| s.iter().map(|x| format!("{x:02x}")).collect::<String>();
-        let b = &self.0;
-        if b.len() <= 20 {
-            return write!(f, "'{}'", h(b));
-        }
-        let fnv = b.iter().fold(0xcbf2_9ce4_8422_2325u64, |a, &x| {
-            (a ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)
-        });
-        let (head, tail) = (h(&b[..8]), h(&b[b.len() - 4..]));
-        write!(f, "'{head}..{tail}'({}B #{:08x})", b.len(), fnv as u32)
-    }
-}
-
-fn owned((k, v): (&[u8], &[u8])) -> (B, B) {
-    (B(k.to_vec()), B(v.to_vec()))
-}
-
-/// A value, kept as its length and a pattern seed so listings stay short.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Val(u32, u8);
-
-impl Val {
-    fn bytes(self) -> Vec<u8> {
-        let f = |i: u32| (i.wrapping_mul(0x9E37_79B1) >> 24) as u8 ^ self.1;
-        (0..self.0).map(f).collect()
-    }
-}
-
-impl fmt::Debug for Val {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "v{}/{}", self.0, self.1)
-    }
-}
+// Programs (cases, keys and values are in `lmdb_differential/generate.rs`)
 
 /// A cursor move (`mdb_cursor_get` operation).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,6 +105,12 @@ enum Instr {
     Abort,
     /// Close and reopen both environments (between transactions).
     Reopen,
+    /// Begins a read transaction held across the write transactions that
+    /// follow, until `Unpin` (snapshot isolation, page reuse).
+    Pin,
+    Unpin,
+    /// `Check` in the pinned read transaction.
+    CheckPinned,
     /// `mdb_dbi_open` with `MDB_CREATE`, `create_db_with`.
     CreateDb(usize),
     /// `mdb_put` flags 0, `put`.
@@ -210,17 +132,6 @@ enum Instr {
     /// Every database in full, both ways, and its entry count: outside a
     /// transaction in a new read transaction, inside in that one's view.
     Check,
-}
-
-/// A generated case: the environments' settings and the program.
-#[derive(Clone, Debug)]
-struct Case {
-    seed: u64,
-    /// Sarsen's page size (LMDB uses the OS page, 4 KiB).
-    page_size: u32,
-    write_map: bool,
-    dbs: Vec<DbSpec>,
-    prog: Vec<Instr>,
 }
 
 /// What one instruction gave. Both engines must give equal lists.
@@ -377,9 +288,26 @@ fn run_sarsen(case: &Case) -> Vec<Outcome> {
     run_guarded(case, |run: &mut Run<'_, Database>| run.s_top(dir.path()))
 }
 
+fn owned((k, v): (&[u8], &[u8])) -> (B, B) {
+    (B(k.to_vec()), B(v.to_vec()))
+}
+
 impl Run<'_, Database> {
     fn s_top(&mut self, dir: &Path) -> Flow {
         let mut env = open_sarsen(dir, self.case).map_err(|e| self.fail(e))?;
+        while self.s_session(&env)? {
+            drop(env);
+            env = open_sarsen(dir, self.case).map_err(|e| self.fail(e))?;
+            let r = self.s_reopen(&env);
+            self.emit_or_fail(r)?;
+        }
+        Ok(())
+    }
+
+    /// Runs instructions outside transactions until the end (`false`) or a
+    /// `Reopen` (`true`).
+    fn s_session(&mut self, env: &Env) -> Flow<bool> {
+        let mut pinned = None;
         while let Some(ins) = self.at() {
             match ins {
                 Instr::BeginWrite => {
@@ -407,16 +335,23 @@ impl Run<'_, Database> {
                     let r = self.s_snapshot(&t);
                     self.emit_or_fail(r)?;
                 }
-                Instr::Reopen => {
-                    drop(env);
-                    env = open_sarsen(dir, self.case).map_err(|e| self.fail(e))?;
-                    let r = self.s_reopen(&env);
+                Instr::Pin => {
+                    pinned = Some(env.read_txn().map_err(|e| self.fail(e))?);
+                    self.emit(Outcome::Ok);
+                }
+                Instr::Unpin => {
+                    pinned = None;
+                    self.emit(Outcome::Ok);
+                }
+                Instr::CheckPinned if pinned.is_some() => {
+                    let r = self.s_snapshot(pinned.as_ref().expect("pinned"));
                     self.emit_or_fail(r)?;
                 }
+                Instr::Reopen => return Ok(true),
                 _ => return Err(self.unexpected("outside a transaction")),
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Opens every database again (checking its recorded order).
@@ -454,8 +389,13 @@ impl Run<'_, Database> {
                 }
                 Instr::CreateDb(i) => {
                     let DbSpec(name, order) = &self.case.dbs[*i];
-                    let opts = DbOptions::new().key_order(order.sarsen());
-                    let r = t.create_db_with(name.as_deref(), &opts);
+                    let r = match order {
+                        Order::Bytewise => t.create_db(name.as_deref()),
+                        o => t.create_db_with(
+                            name.as_deref(),
+                            &DbOptions::new().key_order(o.sarsen()),
+                        ),
+                    };
                     r.map(|h| self.dbs.push(h)).map(|()| Outcome::Ok)
                 }
                 Instr::Put(i, k, v) => t.put(db(i), k, &v.bytes()).map(|()| Outcome::Ok),
@@ -468,6 +408,7 @@ impl Run<'_, Database> {
                 },
                 Instr::Del(i, k) => t.delete(db(i), k).map(Outcome::Deleted),
                 Instr::Clear(i) => t.clear_db(db(i)).map(|()| Outcome::Ok),
+                // DUPSORT writes go here (and in `l_write`).
                 _ => {
                     self.s_read(&*t)?;
                     continue;
@@ -546,12 +487,22 @@ fn run_lmdb(case: &Case) -> Vec<Outcome> {
 
 impl Run<'_, lmdb::Dbi> {
     fn l_top(&mut self, dir: &Path) -> Flow {
-        let mut env = Some(lmdb::Env::open(dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?);
+        let mut env = lmdb::Env::open(dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?;
+        while self.l_session(&env)? {
+            drop(env);
+            env = lmdb::Env::open(dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?;
+            let r = self.l_reopen(&env);
+            self.emit_or_fail(r)?;
+        }
+        Ok(())
+    }
+
+    fn l_session(&mut self, env: &lmdb::Env) -> Flow<bool> {
+        let mut pinned = None;
         while let Some(ins) = self.at() {
-            let e = env.as_ref().expect("open");
             match ins {
                 Instr::BeginWrite => {
-                    let mut t = e.begin(false).map_err(|e| self.fail(e))?;
+                    let mut t = env.begin(false).map_err(|e| self.fail(e))?;
                     self.emit(Outcome::Ok);
                     let r = if self.l_write(&mut t)? {
                         t.commit()
@@ -561,7 +512,7 @@ impl Run<'_, lmdb::Dbi> {
                     self.emit_or_fail(r.map(|()| Outcome::Ok))?;
                 }
                 Instr::BeginRead => {
-                    let t = e.begin(true).map_err(|e| self.fail(e))?;
+                    let t = env.begin(true).map_err(|e| self.fail(e))?;
                     self.emit(Outcome::Ok);
                     while !matches!(self.at(), Some(Instr::Abort)) {
                         self.l_read(&t)?;
@@ -569,21 +520,27 @@ impl Run<'_, lmdb::Dbi> {
                     self.emit_or_fail(t.abort().map(|()| Outcome::Ok))?;
                 }
                 Instr::Check => {
-                    let t = e.begin(true).map_err(|e| self.fail(e))?;
+                    let t = env.begin(true).map_err(|e| self.fail(e))?;
                     let r = self.l_snapshot(&t);
                     self.emit_or_fail(r)?;
                 }
-                Instr::Reopen => {
-                    drop(env.take());
-                    let e = lmdb::Env::open(dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?;
-                    let r = self.l_reopen(&e);
-                    env = Some(e);
+                Instr::Pin => {
+                    pinned = Some(env.begin(true).map_err(|e| self.fail(e))?);
+                    self.emit(Outcome::Ok);
+                }
+                Instr::Unpin => {
+                    pinned = None;
+                    self.emit(Outcome::Ok);
+                }
+                Instr::CheckPinned if pinned.is_some() => {
+                    let r = self.l_snapshot(pinned.as_ref().expect("pinned"));
                     self.emit_or_fail(r)?;
                 }
+                Instr::Reopen => return Ok(true),
                 _ => return Err(self.unexpected("outside a transaction")),
             }
         }
-        Ok(())
+        Ok(false)
     }
 
     fn l_reopen(&mut self, env: &lmdb::Env) -> lmdb::Res<Outcome> {
@@ -628,6 +585,7 @@ impl Run<'_, lmdb::Dbi> {
                 },
                 Instr::Del(i, k) => t.del(db(i), k).map(Outcome::Deleted),
                 Instr::Clear(i) => t.clear(db(i)).map(|()| Outcome::Ok),
+                // DUPSORT writes go here (and in `s_write`).
                 _ => {
                     self.l_read(t)?;
                     continue;
@@ -773,7 +731,8 @@ mod lmdb {
     pub struct Env(*mut ffi::MDB_env);
 
     impl Env {
-        /// Opens (creating) the environment in `dir`, with `MDB_NOSYNC`.
+        /// Opens (creating) the environment in `dir`, with `MDB_NOSYNC`, and
+        /// `MDB_NOTLS` so that a thread may hold several read transactions.
         pub fn open(dir: &Path, map_size: usize, max_dbs: u32) -> Res<Env> {
             let path = CString::new(dir.as_os_str().as_bytes()).expect("path without NUL");
             let mut env = ptr::null_mut();
@@ -785,7 +744,7 @@ mod lmdb {
             check(unsafe { ffi::mdb_env_set_mapsize(env, map_size) })?;
             // SAFETY: as above.
             check(unsafe { ffi::mdb_env_set_maxdbs(env, max_dbs) })?;
-            let flags = ffi::MDB_NOSYNC | ffi::MDB_NOMETASYNC;
+            let flags = ffi::MDB_NOSYNC | ffi::MDB_NOMETASYNC | ffi::MDB_NOTLS;
             // SAFETY: `env` is created; `path` is a NUL-terminated directory.
             check(unsafe { ffi::mdb_env_open(env, path.as_ptr(), flags, 0o644) })?;
             // SAFETY: `env` is open.
@@ -799,7 +758,8 @@ mod lmdb {
             let flags = if read_only { ffi::MDB_RDONLY } else { 0 };
             let mut txn = ptr::null_mut();
             // SAFETY: `env` is open, the out pointer valid. This thread holds no
-            // other transaction of this environment (the executor's structure).
+            // other write transaction of this environment (the executors'
+            // structure), and read ones may share it (MDB_NOTLS).
             check(unsafe { ffi::mdb_txn_begin(self.0, ptr::null_mut(), flags, &mut txn) })?;
             Ok(Txn(txn, PhantomData))
         }
@@ -887,6 +847,9 @@ mod lmdb {
             }
         }
 
+        // DUPSORT: `del_data` (mdb_del with a data argument) goes here, and the
+        // flags MDB_NODUPDATA and MDB_APPENDDUP to `put`.
+
         /// `mdb_drop(.., 0)`: empties the database, keeps the handle.
         pub fn clear(&mut self, dbi: Dbi) -> Res<()> {
             // SAFETY: a live write transaction with no live child, `dbi` open.
@@ -935,6 +898,8 @@ mod lmdb {
     /// A cursor; closed on drop, before its transaction ends.
     pub struct Cursor<'t>(*mut ffi::MDB_cursor, PhantomData<&'t ()>);
 
+    // DUPSORT: `count` (mdb_cursor_count) goes here; the DUPSORT moves use `get`
+    // (GET_MULTIPLE and NEXT_MULTIPLE return a data array of fixed-size items).
     impl Cursor<'_> {
         /// `mdb_cursor_get` with `op` and (for the SET ops) `key`; `None` on
         /// `MDB_NOTFOUND`.

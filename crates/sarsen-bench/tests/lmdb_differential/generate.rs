@@ -1,11 +1,108 @@
-//! Random programs: keys from per-database pools (so operations hit), append
+//! Cases (the databases, their key orders, Sarsen's settings) and their random
+//! programs: keys from per-database pools (so operations hit), append
 //! sequences above them, values from empty to several overflow pages, write
-//! transactions with nested children, read transactions, cursor sessions.
+//! transactions with nested children, read transactions, pinned snapshots,
+//! cursor sessions.
+
+use std::fmt;
+use std::ops::Deref;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use sarsen::KeyOrder;
 
-use super::{Case, DbSpec, Instr, Move, Order, Val, B, LMDB_MAX_KEY};
+use super::{lmdb, Instr, Move, LMDB_MAX_KEY};
+
+/// A database's key order, in both engines' terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Order {
+    Bytewise,
+    Reverse,
+    U32,
+    U64,
+}
+
+impl Order {
+    const ALL: [Order; 4] = [Order::Bytewise, Order::Reverse, Order::U32, Order::U64];
+
+    pub(super) fn sarsen(self) -> KeyOrder {
+        match self {
+            Order::Bytewise => KeyOrder::Bytewise,
+            Order::Reverse => KeyOrder::ReverseBytewise,
+            Order::U32 => KeyOrder::U32,
+            Order::U64 => KeyOrder::U64,
+        }
+    }
+
+    pub(super) fn lmdb_flags(self) -> u32 {
+        match self {
+            Order::Bytewise => 0,
+            Order::Reverse => lmdb::MDB_REVERSEKEY,
+            Order::U32 | Order::U64 => lmdb::MDB_INTEGERKEY,
+        }
+    }
+}
+
+/// One database of a case: the main one (name `None`) or a named one.
+// DUPSORT: a third field, the duplicate mode (MDB_DUPSORT with MDB_DUPFIXED,
+// MDB_INTEGERDUP, MDB_REVERSEDUP), goes here, with its flags beside `lmdb_flags`.
+#[derive(Clone, Debug)]
+pub(super) struct DbSpec(pub(super) Option<String>, pub(super) Order);
+
+/// A byte string (key or value) that prints as short hex.
+#[derive(Clone, PartialEq, Eq)]
+pub(super) struct B(pub(super) Vec<u8>);
+
+impl Deref for B {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for B {
+    /// Whole up to 20 bytes, else the ends, the length and a hash.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let h = |s: &[u8]| s.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        let b = &self.0;
+        if b.len() <= 20 {
+            return write!(f, "'{}'", h(b));
+        }
+        let fnv = b.iter().fold(0xcbf2_9ce4_8422_2325u64, |a, &x| {
+            (a ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)
+        });
+        let (head, tail) = (h(&b[..8]), h(&b[b.len() - 4..]));
+        write!(f, "'{head}..{tail}'({}B #{:08x})", b.len(), fnv as u32)
+    }
+}
+
+/// A value, kept as its length and a pattern seed so listings stay short.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Val(u32, u8);
+
+impl Val {
+    pub(super) fn bytes(self) -> Vec<u8> {
+        let f = |i: u32| (i.wrapping_mul(0x9E37_79B1) >> 24) as u8 ^ self.1;
+        (0..self.0).map(f).collect()
+    }
+}
+
+impl fmt::Debug for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}/{}", self.0, self.1)
+    }
+}
+
+/// A generated case: the environments' settings and the program.
+#[derive(Clone, Debug)]
+pub(super) struct Case {
+    pub(super) seed: u64,
+    /// Sarsen's page size (LMDB uses the OS page, 4 KiB).
+    pub(super) page_size: u32,
+    pub(super) write_map: bool,
+    pub(super) dbs: Vec<DbSpec>,
+    pub(super) prog: Vec<Instr>,
+}
 
 const ALPHABET: [u8; 8] = [0x00, 0x01, b'a', b'b', 0x7f, 0x80, 0xfe, 0xff];
 const U32_EDGES: [u32; 8] = [
@@ -86,9 +183,15 @@ pub(super) fn gen_program(
         g.prog.push(Instr::CreateDb(db));
     }
     g.prog.extend([Instr::Commit, Instr::Check]);
+    // Top-level transactions left under a pinned snapshot.
+    let mut pinned = 0;
     for _ in 0..g.rng.random_range(10..=40) {
-        if g.rng.random_bool(0.05) {
+        if pinned == 0 && g.rng.random_bool(0.05) {
             g.prog.extend([Instr::Reopen, Instr::Check]);
+        }
+        if pinned == 0 && g.rng.random_bool(0.15) {
+            g.prog.push(Instr::Pin);
+            pinned = g.rng.random_range(1..=6);
         }
         if g.rng.random_bool(0.25) {
             g.prog.push(Instr::BeginRead);
@@ -100,6 +203,13 @@ pub(super) fn gen_program(
             g.prog.push(Instr::BeginWrite);
             g.write_block(0);
             g.end(0.75);
+        }
+        if pinned > 0 {
+            g.prog.push(Instr::CheckPinned);
+            pinned -= 1;
+            if pinned == 0 {
+                g.prog.push(Instr::Unpin);
+            }
         }
     }
     let (dbs, prog) = (g.dbs, g.prog);

@@ -54,11 +54,13 @@ fn explain(a: &Option<Outcome>, b: &Option<Outcome>) -> String {
     s
 }
 
-/// Whether `ins` begins (1) or ends (-1) a transaction or cursor session.
+/// Whether `ins` begins (1) or ends (-1) a transaction, a pinned snapshot or
+/// a cursor session.
 fn nesting(ins: &Instr) -> i32 {
     match ins {
-        Instr::BeginWrite | Instr::BeginRead | Instr::BeginNested | Instr::CursorOpen(_) => 1,
-        Instr::Commit | Instr::Abort | Instr::CursorClose => -1,
+        Instr::BeginWrite | Instr::BeginRead | Instr::BeginNested => 1,
+        Instr::CursorOpen(_) | Instr::Pin => 1,
+        Instr::Commit | Instr::Abort | Instr::CursorClose | Instr::Unpin => -1,
         _ => 0,
     }
 }
@@ -76,14 +78,15 @@ fn listing(prog: &[Instr], from: usize) -> String {
     s
 }
 
-/// `prog[..=last]` with whatever is open closed (cursor, then transactions
-/// aborted), so that it still runs.
+/// `prog[..=last]` with whatever is open closed (cursor, transactions aborted,
+/// snapshot unpinned), so that it still runs.
 fn close_open(prog: &[Instr], last: usize) -> Vec<Instr> {
     let mut p = prog[..=last.min(prog.len() - 1)].to_vec();
     let mut open = Vec::new();
     for ins in &p {
         match (nesting(ins), ins) {
             (1, Instr::CursorOpen(_)) => open.push(Instr::CursorClose),
+            (1, Instr::Pin) => open.push(Instr::Unpin),
             (1, _) => open.push(Instr::Abort),
             (-1, _) => drop(open.pop()),
             _ => {}
