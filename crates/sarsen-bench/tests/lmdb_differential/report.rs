@@ -109,8 +109,9 @@ fn end_of(prog: &[Instr], i: usize) -> usize {
 }
 
 /// Units the shrinker may remove without unbalancing the program (kind 0:
-/// transactions with the `Check` after them, but not the first, which
-/// creates the databases; 1: cursor sessions; 2: single instructions).
+/// transactions and pinned snapshots with the `Check` after them, but not the
+/// first transaction, which creates the databases; 1: cursor sessions; 2:
+/// single instructions).
 fn units(prog: &[Instr], kind: u8) -> Vec<Range<usize>> {
     let skip = end_of(prog, 0) + 1;
     let mut v = Vec::new();
