@@ -275,6 +275,12 @@ fn delete_in_tree(
     reserve(w, map, rec, sub.depth)?;
     let before = sub;
     super::delete::delete(w, map, &mut sub, d.ord, val)?;
+    if sub.root == 0 {
+        // Its only value (a sub-tree holds two or more unless damaged):
+        // the key goes, and with it the one pair `delete` counts.
+        add_pages(rec, &before, &sub);
+        return super::delete::delete(w, map, rec, ord, key);
+    }
     rec.entries = rec.entries.saturating_sub(1);
     let back = if sub.depth == 1 {
         small_tree_values(w, map, &sub, key.len())?
@@ -308,6 +314,13 @@ fn small_tree_values(
 ) -> Result<Option<Vec<Vec<u8>>>> {
     let p = w.source(map).page(sub.root)?;
     let n = p.len();
+    if n == 0 || !p.is_leaf() {
+        // A sub-tree of depth 1 holds its (two or more) values in one leaf.
+        return Err(Error::corrupted(
+            u64::from(sub.root),
+            "duplicate sub-tree root is not a leaf with values",
+        ));
+    }
     let mut bytes = 0;
     for i in 0..n {
         bytes += p.leaf(i)?.key.len();
