@@ -1,15 +1,24 @@
 //! `sarsen dump`: the databases as text in the format of LMDB's `mdb_dump`
 //! (see [`crate::text`]), for `sarsen load` or `mdb_load`.
+//!
+//! A database's key order and duplicate mode go into its header as the
+//! flags `mdb_dump` writes for them ([`DbFlags`]): `reversekey=1` for
+//! [`KeyOrder::ReverseBytewise`], `integerkey=1` for [`KeyOrder::U32`] and
+//! [`KeyOrder::U64`] (the key size tells them apart), and for a DUPSORT
+//! database `duplicates=1`, `dupsort=1` and `dupfixed=1`, `integerdup=1`
+//! or `reversedup=1` as its [`sarsen::DupMode`] says. A DUPSORT database
+//! writes every (key, value) pair, values in order within each key, as
+//! `mdb_dump` does.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sarsen::{Database, Env, RoTxn};
+use sarsen::{Database, Env, KeyOrder, RoTxn};
 
 use crate::open::DbPath;
-use crate::text::{self, DumpHeader, Format};
+use crate::text::{self, DbFlags, DumpHeader, Format};
 
 /// Arguments of `sarsen dump`.
 #[derive(clap::Args, Debug)]
@@ -59,17 +68,19 @@ pub fn run(a: &Args) -> Result<ExitCode, String> {
     };
     let info = env.info().map_err(|e| e.to_string())?;
     for (name, db) in &sections {
+        let what = |e: String| match name {
+            Some(n) => format!("database {n:?}: {e}"),
+            None => format!("main database: {e}"),
+        };
         let header = DumpHeader {
             format,
             database: name.as_deref(),
             mapsize: info.geometry.upper,
             maxreaders: info.max_readers,
             page_size: info.page_size,
+            flags: flags(&txn, *db).map_err(what)?,
         };
-        dump_section(&txn, *db, &header, &mut out).map_err(|e| match name {
-            Some(n) => format!("database {n:?}: {e}"),
-            None => format!("main database: {e}"),
-        })?;
+        dump_section(&txn, *db, &header, &mut out).map_err(what)?;
     }
     out.flush().map_err(|e| format!("writing output: {e}"))?;
     Ok(ExitCode::SUCCESS)
@@ -107,7 +118,34 @@ fn sections(
     Ok(out)
 }
 
-/// Writes one section: header, key and value lines, `DATA=END`.
+/// The header flags of `db`: its key order and duplicate mode as LMDB's
+/// flags.
+///
+/// Errors: a user comparator for keys or values, which the format cannot
+/// name (LMDB does not record comparators either).
+fn flags(txn: &RoTxn<'_>, db: Database) -> Result<DbFlags, String> {
+    let mut f = DbFlags::default();
+    match txn.key_order(db).map_err(|e| e.to_string())? {
+        KeyOrder::Bytewise => {}
+        KeyOrder::ReverseBytewise => f.reversekey = true,
+        KeyOrder::U32 | KeyOrder::U64 => f.integerkey = true,
+        _ => return Err("keys in a user comparator's order cannot be dumped".to_owned()),
+    }
+    if let Some(mode) = txn.dup_mode(db).map_err(|e| e.to_string())? {
+        f.dupsort = true;
+        f.dupfixed = mode.fixed;
+        match mode.order {
+            KeyOrder::Bytewise => {}
+            KeyOrder::ReverseBytewise => f.reversedup = true,
+            KeyOrder::U32 | KeyOrder::U64 => f.integerdup = true,
+            _ => return Err("values in a user comparator's order cannot be dumped".to_owned()),
+        }
+    }
+    Ok(f)
+}
+
+/// Writes one section: header, key and value lines (every pair, a key once
+/// for each of its values in a DUPSORT database), `DATA=END`.
 fn dump_section(
     txn: &RoTxn<'_>,
     db: Database,

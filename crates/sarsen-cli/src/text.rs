@@ -10,6 +10,8 @@
 //! type=btree
 //! mapsize=1099511627776
 //! maxreaders=126
+//! duplicates=1              (database flags, only those set: see DbFlags)
+//! dupsort=1
 //! db_pagesize=4096
 //! HEADER=END
 //!  6b6579                   (a key: a leading space, then the bytes)
@@ -149,6 +151,105 @@ pub fn decode_print(text: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     Ok(())
 }
 
+/// The database flags of a section header: LMDB's flags of
+/// `mdb_dbi_open` that change how a database sorts and holds its data,
+/// each a `NAME=1` line when set. `mdb_dump` writes them, after
+/// `maxreaders`, in the order of [`DbFlags::named`], preceded by
+/// `duplicates=1` (Berkeley DB's keyword for duplicates) when `dupsort` is
+/// set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DbFlags {
+    /// `reversekey`: keys compared from their last byte (`MDB_REVERSEKEY`,
+    /// [`KeyOrder::ReverseBytewise`](sarsen::KeyOrder::ReverseBytewise)).
+    pub reversekey: bool,
+    /// `dupsort`: each key holds a sorted set of values (`MDB_DUPSORT`,
+    /// [`DbOptions::dup_sort`](sarsen::DbOptions::dup_sort)).
+    pub dupsort: bool,
+    /// `integerkey`: keys are native-endian `unsigned int` or `size_t`
+    /// (`MDB_INTEGERKEY`, [`KeyOrder::U32`](sarsen::KeyOrder::U32) or
+    /// [`KeyOrder::U64`](sarsen::KeyOrder::U64)).
+    pub integerkey: bool,
+    /// `dupfixed`: the values of a key all have one size (`MDB_DUPFIXED`,
+    /// [`DbOptions::dup_fixed`](sarsen::DbOptions::dup_fixed)).
+    pub dupfixed: bool,
+    /// `integerdup`: values are native-endian integers (`MDB_INTEGERDUP`).
+    pub integerdup: bool,
+    /// `reversedup`: values compared from their last byte (`MDB_REVERSEDUP`).
+    pub reversedup: bool,
+}
+
+impl DbFlags {
+    /// Each flag's keyword and setting, in the order `mdb_dump` writes
+    /// them (its `dbflags` table).
+    pub fn named(&self) -> [(&'static str, bool); 6] {
+        [
+            ("reversekey", self.reversekey),
+            ("dupsort", self.dupsort),
+            ("integerkey", self.integerkey),
+            ("dupfixed", self.dupfixed),
+            ("integerdup", self.integerdup),
+            ("reversedup", self.reversedup),
+        ]
+    }
+
+    /// The flag of keyword `name`, `None` for a keyword that is no flag.
+    fn flag_mut(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "reversekey" => &mut self.reversekey,
+            "dupsort" => &mut self.dupsort,
+            "integerkey" => &mut self.integerkey,
+            "dupfixed" => &mut self.dupfixed,
+            "integerdup" => &mut self.integerdup,
+            "reversedup" => &mut self.reversedup,
+            _ => return None,
+        })
+    }
+
+    /// The header lines of the flags set, in `mdb_dump`'s order.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.dupsort {
+            out.push("duplicates=1".to_owned());
+        }
+        for (name, set) in self.named() {
+            if set {
+                out.push(format!("{name}=1"));
+            }
+        }
+        out
+    }
+
+    /// Why these flags together cannot be honoured, if they cannot:
+    /// duplicate flags without `dupsort`, or two orders for one thing.
+    fn conflict(&self) -> Option<String> {
+        if !self.dupsort {
+            let stray = [
+                ("dupfixed", self.dupfixed),
+                ("integerdup", self.integerdup),
+                ("reversedup", self.reversedup),
+            ];
+            if let Some((n, _)) = stray.into_iter().find(|f| f.1) {
+                return Some(format!(
+                    "{n}=1 without dupsort=1: it applies only to databases with \
+                     sorted duplicates (LMDB's MDB_DUPSORT)"
+                ));
+            }
+        }
+        if self.integerkey && self.reversekey {
+            return Some(
+                "integerkey=1 and reversekey=1 together: a database has one key order".to_owned(),
+            );
+        }
+        if self.integerdup && self.reversedup {
+            return Some(
+                "integerdup=1 and reversedup=1 together: a database has one order of values"
+                    .to_owned(),
+            );
+        }
+        None
+    }
+}
+
 /// What a section's header says about the database `sarsen dump` writes.
 #[derive(Debug)]
 pub struct DumpHeader<'a> {
@@ -162,6 +263,8 @@ pub struct DumpHeader<'a> {
     pub maxreaders: u32,
     /// `db_pagesize=`: the page size, bytes.
     pub page_size: u32,
+    /// The database flags.
+    pub flags: DbFlags,
 }
 
 /// Writes a section header, `VERSION=3` through `HEADER=END`, in the order
@@ -175,6 +278,9 @@ pub fn write_header(out: &mut impl Write, h: &DumpHeader<'_>) -> io::Result<()> 
     writeln!(out, "type=btree")?;
     writeln!(out, "mapsize={}", h.mapsize)?;
     writeln!(out, "maxreaders={}", h.maxreaders)?;
+    for line in h.flags.lines() {
+        writeln!(out, "{line}")?;
+    }
     writeln!(out, "db_pagesize={}", h.page_size)?;
     writeln!(out, "HEADER=END")
 }
@@ -232,6 +338,10 @@ pub struct Header {
     pub database: Option<(String, u64)>,
     /// `db_pagesize=` when it is a page size Sarsen can use.
     pub page_size: Option<u32>,
+    /// The database flags (`NAME=1` lines; `NAME=0` leaves one unset).
+    pub flags: DbFlags,
+    /// `duplicates=1`, which must come with `dupsort=1`.
+    pub duplicates: bool,
     /// Keywords not known to `mdb_load`, ignored: (line, keyword).
     pub ignored: Vec<(u64, String)>,
 }
@@ -241,23 +351,6 @@ impl Header {
     pub fn format(&self) -> Format {
         self.format.unwrap_or(Format::Bytevalue)
     }
-}
-
-/// Why a database flag of LMDB cannot be honoured, or `None` for a
-/// keyword that is not such a flag.
-fn refusal(keyword: &str) -> Option<&'static str> {
-    Some(match keyword {
-        "duplicates" | "dupsort" => {
-            "Sarsen has no sorted duplicate values (LMDB's MDB_DUPSORT): one value a key"
-        }
-        "dupfixed" | "integerdup" | "reversedup" => {
-            "Sarsen has no sorted duplicate values, so no MDB_DUPFIXED, \
-             MDB_INTEGERDUP or MDB_REVERSEDUP either"
-        }
-        "integerkey" => "Sarsen orders keys bytewise only, not as native integers (MDB_INTEGERKEY)",
-        "reversekey" => "Sarsen orders keys bytewise only, not from the end (MDB_REVERSEKEY)",
-        _ => return None,
-    })
 }
 
 /// Reads the text format line by line, counting lines.
@@ -313,9 +406,10 @@ impl<R: BufRead> Reader<R> {
     ///
     /// Errors: a line that is not `KEYWORD=VALUE`, a `VERSION` above 3, a
     /// format other than `bytevalue` or `print`, a type other than `btree`,
-    /// a database name that is not UTF-8, a database flag Sarsen cannot
-    /// honour (DUPSORT, integer or reverse key order), or the end of
-    /// the input inside the header.
+    /// a database name that is not UTF-8, a database flag with a value
+    /// other than 0 or 1, flags that cannot go together (see
+    /// [`DbFlags`]; `duplicates=1` without `dupsort=1`, Berkeley DB's
+    /// unsorted duplicates), or the end of the input inside the header.
     pub fn header(&mut self) -> Result<Option<Header>, ParseError> {
         let mut h = Header::default();
         let mut started = false;
@@ -345,7 +439,18 @@ impl<R: BufRead> Reader<R> {
     /// Applies one `key=value` header line to `h`; `true` at `HEADER=END`.
     fn header_line(&self, h: &mut Header, key: &str, value: &str) -> Result<bool, ParseError> {
         match key {
-            "HEADER" if value == "END" => return Ok(true),
+            "HEADER" if value == "END" => {
+                if h.duplicates && !h.flags.dupsort {
+                    return Err(self.err(
+                        "duplicates=1 without dupsort=1: unsorted duplicates (Berkeley DB's \
+                         DB_DUP) are not supported, only sorted ones (dupsort=1)",
+                    ));
+                }
+                return match h.flags.conflict() {
+                    Some(why) => Err(self.err(why)),
+                    None => Ok(true),
+                };
+            }
             "HEADER" => return Err(self.err(format!("expected HEADER=END, found HEADER={value}"))),
             "VERSION" => match value.parse::<u32>() {
                 Ok(v) if v <= VERSION => {}
@@ -382,15 +487,22 @@ impl<R: BufRead> Reader<R> {
                     .filter(|p| p.is_power_of_two() && (512..=65536).contains(p));
             }
             "mapsize" | "maxreaders" | "mapaddr" => {}
-            _ => match refusal(key) {
-                Some(why) if value != "0" => {
-                    return Err(self.err(format!("{key}={value}: {why}")));
-                }
-                Some(_) => {}
+            "duplicates" => h.duplicates = self.flag_value(key, value)?,
+            _ => match h.flags.flag_mut(key) {
+                Some(flag) => *flag = self.flag_value(key, value)?,
                 None => h.ignored.push((self.line, key.to_owned())),
             },
         }
         Ok(false)
+    }
+
+    /// The setting of database flag `key`: `value` 0 or 1.
+    fn flag_value(&self, key: &str, value: &str) -> Result<bool, ParseError> {
+        match value {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(self.err(format!("{key}={value}: a database flag is 0 or 1"))),
+        }
     }
 
     /// Reads one data line of a section into `out`; `false` at `DATA=END`.
@@ -546,22 +658,92 @@ mod tests {
         reader(text).header().unwrap_err()
     }
 
+    fn header_flags(lines: &str) -> DbFlags {
+        let text = format!("VERSION=3\ntype=btree\n{lines}HEADER=END\n");
+        reader(&text).header().unwrap().unwrap().flags
+    }
+
+    #[test]
+    fn flags_are_read_and_written_in_mdb_dump_order() {
+        let all = DbFlags {
+            reversekey: true,
+            dupsort: true,
+            integerkey: false,
+            dupfixed: true,
+            integerdup: true,
+            reversedup: false,
+        };
+        // The order of LMDB 0.9.24's mdb_dump, which the dump_load tests
+        // check against the real one.
+        assert_eq!(
+            all.lines(),
+            [
+                "duplicates=1",
+                "reversekey=1",
+                "dupsort=1",
+                "dupfixed=1",
+                "integerdup=1"
+            ]
+        );
+        let lines: String = all.lines().iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(header_flags(&lines), all);
+        assert!(DbFlags::default().lines().is_empty());
+        let h = DumpHeader {
+            format: Format::Bytevalue,
+            database: Some("d"),
+            mapsize: 1 << 20,
+            maxreaders: 126,
+            page_size: 4096,
+            flags: DbFlags {
+                dupsort: true,
+                reversedup: true,
+                ..DbFlags::default()
+            },
+        };
+        let mut out = Vec::new();
+        write_header(&mut out, &h).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "VERSION=3\nformat=bytevalue\ndatabase=d\ntype=btree\nmapsize=1048576\n\
+             maxreaders=126\nduplicates=1\ndupsort=1\nreversedup=1\ndb_pagesize=4096\n\
+             HEADER=END\n"
+        );
+        // NAME=0 leaves a flag unset; dupsort=1 alone is enough.
+        assert_eq!(
+            header_flags("integerkey=1\nintegerkey=0\ndupsort=1\n"),
+            DbFlags {
+                dupsort: true,
+                ..DbFlags::default()
+            }
+        );
+        assert_eq!(header_flags("duplicates=0\n"), DbFlags::default());
+    }
+
     #[test]
     fn headers_sarsen_cannot_honour_are_refused() {
-        for flag in [
-            "duplicates",
-            "dupsort",
-            "integerkey",
-            "reversekey",
-            "reversedup",
-            "dupfixed",
-            "integerdup",
-        ] {
-            let e = header_error(&format!("VERSION=3\ntype=btree\n{flag}=1\nHEADER=END\n"));
-            assert_eq!(e.line, 3, "{flag}");
-            assert!(e.msg.starts_with(&format!("{flag}=1: Sarsen")), "{e}");
+        let refused = [
+            ("duplicates=1\n", "unsorted duplicates"),
+            ("dupfixed=1\n", "dupfixed=1 without dupsort=1"),
+            ("integerdup=1\n", "integerdup=1 without dupsort=1"),
+            ("reversedup=1\n", "reversedup=1 without dupsort=1"),
+            ("integerkey=1\nreversekey=1\n", "one key order"),
+            (
+                "dupsort=1\nintegerdup=1\nreversedup=1\n",
+                "one order of values",
+            ),
+        ];
+        for (lines, why) in refused {
+            let text = format!("VERSION=3\ntype=btree\n{lines}HEADER=END\n");
+            let e = header_error(&text);
+            assert_eq!(u64::try_from(text.lines().count()).unwrap(), e.line);
+            assert!(e.msg.contains(why), "{lines:?}: {e}");
         }
-        assert!(reader("dupsort=0\nHEADER=END\n").header().is_ok());
+        let e = header_error("VERSION=3\ndupsort=yes\nHEADER=END\n");
+        assert_eq!(e.line, 2);
+        assert!(
+            e.msg.contains("dupsort=yes: a database flag is 0 or 1"),
+            "{e}"
+        );
         assert!(header_error("VERSION=4\n").msg.contains("VERSION 4"));
         assert!(header_error("type=hash\n").msg.contains("hash"));
         assert!(header_error("format=xml\n").msg.contains("xml"));

@@ -303,31 +303,30 @@ const HEAD: &str = "VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\n";
 fn headers_sarsen_cannot_honour_and_bad_lines_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("db");
-    // What mdb_dump writes for a DUPSORT database.
-    let dupsort = "VERSION=3\nformat=bytevalue\ndatabase=d\ntype=btree\nmapsize=1048576\n\
-                   maxreaders=126\nduplicates=1\ndupsort=1\ndb_pagesize=4096\nHEADER=END\n\
-                    6b\n 01\n 6b\n 02\nDATA=END\n";
-    let o = sarsen(&["load", s(&dst)], dupsort.as_bytes());
-    assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(
-        e.contains("line 7: duplicates=1") && e.contains("DUPSORT"),
-        "{e}"
-    );
-    for flag in [
-        "integerkey",
-        "reversekey",
-        "dupfixed",
-        "integerdup",
-        "reversedup",
+    // Flags that cannot go together, or a flag that is neither 0 nor 1:
+    // refused at HEADER=END (line 5), or at the flag's line (2).
+    for (flags, line, why) in [
+        (
+            "duplicates=1\n",
+            3,
+            "unsorted duplicates (Berkeley DB's DB_DUP)",
+        ),
+        ("dupfixed=1\n", 3, "dupfixed=1 without dupsort=1"),
+        (
+            "reversedup=1\nintegerdup=0\n",
+            4,
+            "reversedup=1 without dupsort=1",
+        ),
+        ("integerkey=1\nreversekey=1\n", 4, "one key order"),
+        ("dupsort=2\n", 2, "dupsort=2: a database flag is 0 or 1"),
     ] {
-        let text = format!("VERSION=3\n{flag}=1\nHEADER=END\nDATA=END\n");
+        let text = format!("VERSION=3\n{flags}HEADER=END\nDATA=END\n");
         let o = sarsen(&["load", s(&dst)], text.as_bytes());
-        assert_eq!(o.status.code(), Some(2), "{flag}");
+        assert_eq!(o.status.code(), Some(2), "{flags}");
+        let e = stderr(&o);
         assert!(
-            stderr(&o).contains(&format!("line 2: {flag}=1: ")),
-            "{}",
-            stderr(&o)
+            e.contains(&format!("line {line}: ")) && e.contains(why),
+            "{e}"
         );
     }
     let bad_hex = format!("{HEAD} 6b\n 01\n 6c\n 0x\nDATA=END\n");
