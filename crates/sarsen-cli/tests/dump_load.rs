@@ -2,13 +2,17 @@
 //! through the text format against a model of the contents, the same text
 //! through LMDB's own `mdb_dump` and `mdb_load` (Debian's `lmdb-utils`;
 //! those tests say they skip when the tools are missing), and the errors.
+//! Databases with header flags (DUPSORT, DUPFIXED, INTEGERDUP, REVERSEDUP,
+//! INTEGERKEY with 4- and 8-byte keys, REVERSEKEY) go both ways between
+//! LMDB and Sarsen, each dump equal to the other's byte for byte, and are
+//! checked against a model with its own orders.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use sarsen::{Env, EnvOptions};
+use sarsen::{DbOptions, Env, EnvOptions, KeyOrder};
 
 /// Every database of an environment: `None` is the main one.
 type Contents = BTreeMap<Option<String>, BTreeMap<Vec<u8>, Vec<u8>>>;
@@ -570,4 +574,686 @@ fn sarsen_dumps_load_into_lmdb() {
         let theirs = ok("mdb_dump", &["-s", name, s(&lmdb)], b"");
         assert!(data_lines(&theirs) == data_lines(&ours), "{name} differs");
     }
+}
+
+/// An order of keys or of a key's values, written here apart from the
+/// engine's so the model checks it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sort {
+    /// memcmp, a shorter key first (LMDB's default).
+    Bytes,
+    /// From the last byte (MDB_REVERSEKEY, MDB_REVERSEDUP).
+    Reverse,
+    /// Native-endian `unsigned int` (MDB_INTEGERKEY, MDB_INTEGERDUP).
+    U32,
+    /// Native-endian `size_t`.
+    U64,
+}
+
+impl Sort {
+    fn cmp(self, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        match self {
+            Sort::Bytes => a.cmp(b),
+            Sort::Reverse => a.iter().rev().cmp(b.iter().rev()),
+            Sort::U32 => u32::from_ne_bytes(a.try_into().unwrap())
+                .cmp(&u32::from_ne_bytes(b.try_into().unwrap())),
+            Sort::U64 => u64::from_ne_bytes(a.try_into().unwrap())
+                .cmp(&u64::from_ne_bytes(b.try_into().unwrap())),
+        }
+    }
+
+    fn key_order(self) -> KeyOrder {
+        match self {
+            Sort::Bytes => KeyOrder::Bytewise,
+            Sort::Reverse => KeyOrder::ReverseBytewise,
+            Sort::U32 => KeyOrder::U32,
+            Sort::U64 => KeyOrder::U64,
+        }
+    }
+
+    /// A random key or value for this order: 4 or 8 bytes for integers.
+    fn random(self, rng: &mut Rng, max: usize) -> Vec<u8> {
+        match self {
+            Sort::U32 => (rng.next() as u32 >> (rng.below(4) * 8))
+                .to_ne_bytes()
+                .to_vec(),
+            Sort::U64 => (rng.next() >> (rng.below(8) * 8)).to_ne_bytes().to_vec(),
+            _ => {
+                let len = 1 + rng.below(max);
+                rng.bytes(len, false)
+            }
+        }
+    }
+}
+
+/// A database with header flags, and its model: every pair in the order
+/// the database keeps them.
+#[derive(Clone, Debug)]
+struct FlagDb {
+    name: &'static str,
+    keys: Sort,
+    /// `Some((order of the values, DUPFIXED))` for DUPSORT.
+    dups: Option<(Sort, bool)>,
+    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl FlagDb {
+    /// The flag lines mdb_dump writes for this database, in its order.
+    fn flag_lines(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.dups.is_some() {
+            out.push("duplicates=1");
+        }
+        if self.keys == Sort::Reverse {
+            out.push("reversekey=1");
+        }
+        if self.dups.is_some() {
+            out.push("dupsort=1");
+        }
+        if matches!(self.keys, Sort::U32 | Sort::U64) {
+            out.push("integerkey=1");
+        }
+        if let Some((vals, fixed)) = self.dups {
+            if fixed {
+                out.push("dupfixed=1");
+            }
+            if matches!(vals, Sort::U32 | Sort::U64) {
+                out.push("integerdup=1");
+            }
+            if vals == Sort::Reverse {
+                out.push("reversedup=1");
+            }
+        }
+        out
+    }
+
+    fn options(&self) -> DbOptions {
+        let mut o = DbOptions::new().key_order(self.keys.key_order());
+        if let Some((vals, fixed)) = self.dups {
+            o = o.dup_sort(vals.key_order());
+            if fixed {
+                o = o.dup_fixed();
+            }
+        }
+        o
+    }
+
+    /// Sorts and dedups `pairs` as the database keeps them.
+    fn new(
+        name: &'static str,
+        keys: Sort,
+        dups: Option<(Sort, bool)>,
+        mut pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    ) -> FlagDb {
+        let vals = dups.map(|d| d.0);
+        let order = |a: &(Vec<u8>, Vec<u8>), b: &(Vec<u8>, Vec<u8>)| {
+            keys.cmp(&a.0, &b.0)
+                .then_with(|| vals.map_or(std::cmp::Ordering::Equal, |v| v.cmp(&a.1, &b.1)))
+        };
+        pairs.sort_by(order);
+        let before = pairs.len();
+        pairs.dedup_by(|b, a| order(a, b).is_eq());
+        // A unique key with two values would leave the model ambiguous.
+        assert!(
+            dups.is_some() || pairs.len() == before,
+            "{name}: a key twice"
+        );
+        FlagDb {
+            name,
+            keys,
+            dups,
+            pairs,
+        }
+    }
+}
+
+/// `n` distinct keys of `keys`, each with 1 to `per_key` values of
+/// `vals` (one random size a key if `fixed`), and `heavy.0` more keys with
+/// `heavy.1` values each.
+fn dup_pairs(
+    rng: &mut Rng,
+    keys: Sort,
+    vals: Sort,
+    fixed: bool,
+    n: usize,
+    per_key: usize,
+    heavy: (usize, usize),
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..n + heavy.0 {
+        let k = loop {
+            let k = keys.random(rng, 24);
+            if seen.insert(k.clone()) {
+                break k;
+            }
+        };
+        let count = if i < heavy.0 {
+            heavy.1
+        } else {
+            1 + rng.below(per_key)
+        };
+        // DUPFIXED: one size a key; other values: mostly short, some of
+        // hundreds of bytes (LMDB's values of a DUPSORT key are at most
+        // 511 bytes).
+        let size = 1 + rng.below(16);
+        for _ in 0..count {
+            let v = match vals {
+                Sort::Bytes | Sort::Reverse if fixed => rng.bytes(size, false),
+                Sort::Bytes | Sort::Reverse if rng.below(20) == 0 => {
+                    let len = 100 + rng.below(400);
+                    rng.bytes(len, false)
+                }
+                _ => vals.random(rng, 40),
+            };
+            out.push((k.clone(), v));
+        }
+    }
+    out
+}
+
+/// `n` distinct `keys` with values of up to 60 bytes (some 10 KB).
+fn unique_pairs(rng: &mut Rng, keys: Sort, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    while out.len() < n {
+        let k = keys.random(rng, 40);
+        let len = if rng.below(20) == 0 {
+            10_240
+        } else {
+            rng.below(60)
+        };
+        out.insert(k, rng.bytes(len, false));
+    }
+    out.into_iter().collect()
+}
+
+/// One database of each flag combination (names in bytewise order, as
+/// both `mdb_dump -a` and `sarsen dump -a` list them). LMDB 0.9.24 drops or
+/// refuses an empty value in a DUPSORT database, so no value is empty.
+fn flag_dbs() -> Vec<FlagDb> {
+    let mut rng = Rng(0x5eed_0004);
+    let r = &mut rng;
+    // Keys that end one another (the shorter first), and the extremes of
+    // integer keys, with the random ones.
+    let with = |mut pairs: Vec<(Vec<u8>, Vec<u8>)>, keys: &[&[u8]]| {
+        pairs.retain(|(k, _)| !keys.contains(&&k[..]));
+        pairs.extend(keys.iter().map(|k| (k.to_vec(), k.to_vec())));
+        pairs
+    };
+    let revkey = with(
+        unique_pairs(r, Sort::Reverse, 300),
+        &[b"a", b"ba", b"cba", b"\x00a", b"a\x00"],
+    );
+    let int32 = with(
+        unique_pairs(r, Sort::U32, 300),
+        &[&0u32.to_ne_bytes(), &u32::MAX.to_ne_bytes()],
+    );
+    let int64 = with(
+        unique_pairs(r, Sort::U64, 300),
+        &[&0u64.to_ne_bytes(), &u64::MAX.to_ne_bytes()],
+    );
+    let mut revdup = dup_pairs(r, Sort::Bytes, Sort::Reverse, false, 40, 20, (2, 300));
+    for v in [&b"z"[..], b"yz", b"xyz", b"\xffz"] {
+        revdup.push((b"suffixes".to_vec(), v.to_vec()));
+    }
+    let dbs = vec![
+        FlagDb::new(
+            "dupfixed",
+            Sort::Bytes,
+            Some((Sort::Bytes, true)),
+            dup_pairs(r, Sort::Bytes, Sort::Bytes, true, 30, 40, (2, 900)),
+        ),
+        FlagDb::new(
+            "dups",
+            Sort::Bytes,
+            Some((Sort::Bytes, false)),
+            dup_pairs(r, Sort::Bytes, Sort::Bytes, false, 60, 12, (3, 600)),
+        ),
+        FlagDb::new(
+            "fixed_u32",
+            Sort::Bytes,
+            Some((Sort::U32, true)),
+            dup_pairs(r, Sort::Bytes, Sort::U32, true, 40, 30, (2, 1500)),
+        ),
+        FlagDb::new(
+            "intdup_u32",
+            Sort::Bytes,
+            Some((Sort::U32, false)),
+            dup_pairs(r, Sort::Bytes, Sort::U32, false, 20, 30, (1, 400)),
+        ),
+        FlagDb::new(
+            "intkey_fixed_u64",
+            Sort::U64,
+            Some((Sort::U64, true)),
+            dup_pairs(r, Sort::U64, Sort::U64, true, 40, 30, (2, 700)),
+        ),
+        FlagDb::new("intkey_u32", Sort::U32, None, int32),
+        FlagDb::new("intkey_u64", Sort::U64, None, int64),
+        FlagDb::new("revdup", Sort::Bytes, Some((Sort::Reverse, false)), revdup),
+        FlagDb::new("revkey", Sort::Reverse, None, revkey),
+    ];
+    // Every DUPSORT database has a key with hundreds of values (a
+    // sub-tree in both engines).
+    for d in dbs.iter().filter(|d| d.dups.is_some()) {
+        let most = d
+            .pairs
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(<[_]>::len)
+            .max()
+            .unwrap();
+        assert!(most >= 250, "{}: at most {most} values a key", d.name);
+    }
+    dbs
+}
+
+/// Writes `dbs` into a new Sarsen environment at `dir` (4 KiB pages, as
+/// LMDB's here), pairs in a shuffled order; `main` goes into the main
+/// database instead of a named one.
+fn build_flag_dbs(dir: &Path, dbs: &[FlagDb], main: bool) {
+    // SAFETY: the test's own temporary directory; nothing else maps it.
+    let env: Env = unsafe { EnvOptions::new().page_size(4096).max_dbs(20).open(dir) }.unwrap();
+    let mut w = env.write_txn().unwrap();
+    let mut rng = Rng(0x5eed_0005);
+    for d in dbs {
+        let name = (!main).then_some(d.name);
+        let db = w.create_db_with(name, &d.options()).unwrap();
+        let mut pairs = d.pairs.clone();
+        for i in (1..pairs.len()).rev() {
+            pairs.swap(i, rng.below(i + 1));
+        }
+        for (k, v) in &pairs {
+            w.put(db, k, v).unwrap();
+        }
+    }
+    w.commit().unwrap();
+}
+
+/// Checks the Sarsen environment at `dir` against `dbs`: each database's
+/// key order, duplicate mode and every pair in order (`main`: the one of
+/// `dbs` is the main database, and no named one exists).
+fn assert_flag_dbs(dir: &Path, dbs: &[FlagDb], main: bool) {
+    // SAFETY: as in `build_flag_dbs`.
+    let env: Env = unsafe { EnvOptions::new().read_only(true).max_dbs(20).open(dir) }.unwrap();
+    let r = env.read_txn().unwrap();
+    let names: Vec<String> = dbs.iter().map(|d| d.name.to_owned()).collect();
+    assert_eq!(r.list_dbs().unwrap(), if main { vec![] } else { names });
+    for d in dbs {
+        let name = (!main).then_some(d.name);
+        let db = r.open_db(name).unwrap().unwrap();
+        let order = r.key_order(db).unwrap();
+        assert_eq!(
+            format!("{order:?}"),
+            format!("{:?}", d.keys.key_order()),
+            "{}",
+            d.name
+        );
+        let mode = r.dup_mode(db).unwrap();
+        let mode = mode.map(|m| (format!("{:?}", m.order), m.fixed));
+        let want = d.dups.map(|(o, f)| (format!("{:?}", o.key_order()), f));
+        assert_eq!(mode, want, "{}", d.name);
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = r
+            .iter(db)
+            .unwrap()
+            .map(|e| {
+                let (k, v) = e.unwrap();
+                (k.to_vec(), v.to_vec())
+            })
+            .collect();
+        assert!(pairs == d.pairs, "{}: pairs differ from the model", d.name);
+    }
+}
+
+/// A dump section as a test reads it: database name, header lines from
+/// `type=btree` to `HEADER=END` (exclusive), and the pairs.
+type Section = (Option<String>, Vec<String>, Vec<(Vec<u8>, Vec<u8>)>);
+
+/// Parses a bytevalue dump.
+fn sections(text: &[u8]) -> Vec<Section> {
+    let text = std::str::from_utf8(text).unwrap();
+    let unhex = |l: &str| -> Vec<u8> {
+        let l = l.strip_prefix(' ').unwrap();
+        (0..l.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&l[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(first) = lines.next() {
+        assert_eq!(first, "VERSION=3");
+        let (mut name, mut head) = (None, Vec::new());
+        for l in lines.by_ref() {
+            if l == "HEADER=END" {
+                break;
+            }
+            if let Some(n) = l.strip_prefix("database=") {
+                name = Some(n.to_owned());
+            } else if l != "format=bytevalue" {
+                head.push(l.to_owned());
+            }
+        }
+        let mut pairs = Vec::new();
+        loop {
+            let k = lines.next().unwrap();
+            if k == "DATA=END" {
+                break;
+            }
+            pairs.push((unhex(k), unhex(lines.next().unwrap())));
+        }
+        out.push((name, head, pairs));
+    }
+    out
+}
+
+/// Checks a dump against `dbs`: one section each, in order, with the flag
+/// lines mdb_dump writes and the model's pairs.
+fn assert_dump_matches(text: &[u8], dbs: &[FlagDb], main: bool) {
+    let secs = sections(text);
+    assert_eq!(secs.len(), dbs.len());
+    for (d, (name, head, pairs)) in dbs.iter().zip(secs) {
+        assert_eq!(name.as_deref(), (!main).then_some(d.name));
+        // type, mapsize, maxreaders, the flags, db_pagesize.
+        let flags: Vec<&str> = head[3..head.len() - 1].iter().map(|l| &l[..]).collect();
+        assert_eq!(flags, d.flag_lines(), "{}", d.name);
+        assert!(pairs == d.pairs, "{}: dumped pairs differ", d.name);
+    }
+}
+
+/// The header lines Sarsen writes for a new environment's map size and
+/// readers (`mapsize=…\nmaxreaders=…\n`), for LMDB databases made to
+/// dump the same.
+fn sarsen_geometry(tmp: &Path) -> String {
+    let dir = tmp.join("geometry");
+    sarsen_ok(&["load", s(&dir)], b"");
+    let text = String::from_utf8(sarsen_ok(&["dump", s(&dir)], b"")).unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("mapsize=") || l.starts_with("maxreaders="))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A bytevalue dump of `dbs` as mdb_load reads it (pairs in order; `main`:
+/// no `database=` lines), with `geometry` after `type=btree`.
+fn flag_dump(dbs: &[FlagDb], main: bool, geometry: &str) -> Vec<u8> {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let mut t = String::new();
+    for d in dbs {
+        t.push_str("VERSION=3\nformat=bytevalue\n");
+        if !main {
+            t.push_str(&format!("database={}\n", d.name));
+        }
+        t.push_str("type=btree\n");
+        t.push_str(geometry);
+        for l in d.flag_lines() {
+            t.push_str(&format!("{l}\n"));
+        }
+        t.push_str("HEADER=END\n");
+        for (k, v) in &d.pairs {
+            t.push_str(&format!(" {}\n {}\n", hex(k), hex(v)));
+        }
+        t.push_str("DATA=END\n");
+    }
+    t.into_bytes()
+}
+
+#[test]
+fn flag_databases_round_trip_through_sarsen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dbs = flag_dbs();
+    // Sarsen keeps an empty value in a DUPSORT database.
+    assert_eq!(dbs[1].name, "dups");
+    dbs[1].pairs.insert(0, (vec![], vec![]));
+    dbs[1].pairs.insert(1, (vec![], vec![0]));
+    let src = tmp.path().join("src");
+    build_flag_dbs(&src, &dbs, false);
+    assert_flag_dbs(&src, &dbs, false);
+    for (i, format) in [&[][..], &["-p"][..]].into_iter().enumerate() {
+        let dump = |dir: &Path| sarsen_ok(&[&["dump", "-a", s(dir)][..], format].concat(), b"");
+        let text = dump(&src);
+        if format.is_empty() {
+            assert_dump_matches(&text, &dbs, false);
+        }
+        let dst = tmp.path().join(format!("dst{i}"));
+        sarsen_ok(&["load", "--commit-every", "100", s(&dst)], &text);
+        assert_flag_dbs(&dst, &dbs, false);
+        assert!(dump(&dst) == text, "the second dump differs");
+    }
+    // Into the main database, which takes the modes while it is empty.
+    for d in &dbs {
+        let text = sarsen_ok(&["dump", "-s", d.name, s(&src)], b"");
+        let dst = tmp.path().join(format!("main_{}", d.name));
+        let unnamed = String::from_utf8(text.clone()).unwrap().replacen(
+            &format!("database={}\n", d.name),
+            "",
+            1,
+        );
+        sarsen_ok(&["load", s(&dst)], unnamed.as_bytes());
+        let main = sarsen_ok(&["dump", s(&dst)], b"");
+        assert_dump_matches(&main, std::slice::from_ref(d), true);
+        assert_flag_dbs(&dst, std::slice::from_ref(d), true);
+        // -s NAME puts the section into NAME, whatever the header says.
+        sarsen_ok(&["load", "-s", d.name, s(&dst)], &main);
+        let back = sarsen_ok(&["dump", "-s", d.name, s(&dst)], b"");
+        assert!(back == text, "{}: the dump of -s differs", d.name);
+    }
+}
+
+/// Asserts two dumps are the same bytes, showing the first line that differs.
+fn assert_same_dump(ours: &[u8], theirs: &[u8], what: &str) {
+    if ours == theirs {
+        return;
+    }
+    let (a, b) = (
+        String::from_utf8_lossy(ours),
+        String::from_utf8_lossy(theirs),
+    );
+    let at = a.lines().zip(b.lines()).position(|(x, y)| x != y);
+    let line = at.unwrap_or(a.lines().count().min(b.lines().count()));
+    panic!(
+        "{what}: dumps differ at line {}: sarsen {:?}, LMDB {:?} ({} and {} lines)",
+        line + 1,
+        a.lines().nth(line),
+        b.lines().nth(line),
+        a.lines().count(),
+        b.lines().count()
+    );
+}
+
+#[test]
+fn flag_databases_round_trip_with_lmdb() {
+    if !have_lmdb_tools() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dbs = flag_dbs();
+    // LMDB databases get Sarsen's map size and readers, so that the two
+    // dumps agree to the byte (mdb_load keeps them; sarsen load does not).
+    let geometry = sarsen_geometry(tmp.path());
+    let dir = |name: &str| {
+        let d = tmp.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        d
+    };
+
+    // LMDB first: mdb_load makes the databases, and mdb_dump -a writes
+    // them as the model says (LMDB sorts as the model does).
+    let lmdb = dir("lmdb");
+    ok("mdb_load", &[s(&lmdb)], &flag_dump(&dbs, false, &geometry));
+    let theirs = ok("mdb_dump", &["-a", s(&lmdb)], b"");
+    assert_dump_matches(&theirs, &dbs, false);
+    let dst = tmp.path().join("from_lmdb");
+    sarsen_ok(&["load", s(&dst)], &theirs);
+    assert_flag_dbs(&dst, &dbs, false);
+    let ours = sarsen_ok(&["dump", "-a", s(&dst)], b"");
+    assert_same_dump(&ours, &theirs, "LMDB, mdb_dump, sarsen load, sarsen dump");
+
+    // Sarsen first: the same databases dump as LMDB's did, and mdb_load
+    // then mdb_dump give back the same text.
+    let src = tmp.path().join("src");
+    build_flag_dbs(&src, &dbs, false);
+    let ours = sarsen_ok(&["dump", "-a", s(&src)], b"");
+    assert_same_dump(&ours, &theirs, "the dumps of Sarsen's and LMDB's databases");
+    let lmdb = dir("lmdb_back");
+    ok("mdb_load", &[s(&lmdb)], &ours);
+    let back = ok("mdb_dump", &["-a", s(&lmdb)], b"");
+    assert_same_dump(&ours, &back, "Sarsen, sarsen dump, mdb_load, mdb_dump");
+
+    // Each mode in the main database, both ways.
+    for d in &dbs {
+        let one = std::slice::from_ref(d);
+        let lmdb = dir(&format!("lmdb_main_{}", d.name));
+        ok("mdb_load", &[s(&lmdb)], &flag_dump(one, true, &geometry));
+        let theirs = ok("mdb_dump", &[s(&lmdb)], b"");
+        assert_dump_matches(&theirs, one, true);
+        let dst = tmp.path().join(format!("main_from_lmdb_{}", d.name));
+        sarsen_ok(&["load", s(&dst)], &theirs);
+        assert_flag_dbs(&dst, one, true);
+        let ours = sarsen_ok(&["dump", s(&dst)], b"");
+        assert_same_dump(&ours, &theirs, d.name);
+
+        let src = tmp.path().join(format!("main_src_{}", d.name));
+        build_flag_dbs(&src, one, true);
+        let ours = sarsen_ok(&["dump", s(&src)], b"");
+        assert_same_dump(&ours, &theirs, d.name);
+        let lmdb = dir(&format!("lmdb_main_back_{}", d.name));
+        ok("mdb_load", &[s(&lmdb)], &ours);
+        let back = ok("mdb_dump", &[s(&lmdb)], b"");
+        assert_same_dump(&ours, &back, d.name);
+    }
+}
+
+/// A hand-written section: `name` (or the main database), header lines
+/// `flags`, then `data` (bytevalue pair lines).
+fn section(name: Option<&str>, flags: &str, data: &str) -> Vec<u8> {
+    let db = name.map_or(String::new(), |n| format!("database={n}\n"));
+    format!("VERSION=3\n{db}{flags}HEADER=END\n{data}DATA=END\n").into_bytes()
+}
+
+/// Runs `sarsen load` into `dir` and asserts exit code 2 with `msgs` in
+/// the message.
+fn load_fails(dir: &Path, text: &[u8], msgs: &[&str]) {
+    let o = sarsen(&["load", s(dir)], text);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    for m in msgs {
+        assert!(e.contains(m), "{m:?} not in: {e}");
+    }
+}
+
+#[test]
+fn flags_the_data_or_the_database_do_not_fit_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("db");
+    let ik = "integerkey=1\n";
+    let idup = "dupsort=1\nintegerdup=1\n";
+    let (u4, u8_) = ("01000000", "0100000000000000");
+
+    // Integer sizes: the first key (value) 4 or 8 bytes, the rest alike.
+    let cases: [(&str, String, &[&str]); 4] = [
+        (ik, " 0102030405\n 00\n".into(), &["line 4: the main database: integerkey=1 but the first key is 5 bytes"]),
+        (ik, format!(" {u4}\n 00\n {u8_}\n 00\n"), &["line 6: the main database: integerkey=1: a key of 8 bytes after a first key of 4"]),
+        (idup, " 6b\n 010203\n".into(), &["line 6: the main database: integerdup=1 but the first value is 3 bytes"]),
+        (idup, format!(" 6b\n {u8_}\n 6b\n {u4}\n"), &["line 8: the main database: integerdup=1: a value of 4 bytes after a first value of 8"]),
+    ];
+    for (flags, data, msgs) in cases {
+        load_fails(&dst, &section(None, flags, &data), msgs);
+    }
+    // Nothing was loaded, and the main database took no mode.
+    assert_flag_dbs(&dst, &[FlagDb::new("", Sort::Bytes, None, vec![])], true);
+
+    // An existing database must have the header's modes.
+    let plain = section(Some("p"), "", " 6b\n 00\n");
+    let dups = section(Some("d"), "dupsort=1\n", " 6b\n 01\n 6b\n 02\n");
+    let ints = section(Some("i"), ik, &format!(" {u4}\n 00\n"));
+    sarsen_ok(&["load", s(&dst)], &[&plain[..], &dups, &ints].concat());
+    let hint = "load it into another database (-s NAME) or drop it first";
+    let mismatches: [(Vec<u8>, &str); 6] = [
+        (
+            section(Some("p"), "dupsort=1\n", ""),
+            "line 2: database \"p\": exists with duplicate mode unique keys, but the header asks for DUPSORT",
+        ),
+        (
+            section(Some("d"), "", " 6b\n 03\n"),
+            "line 2: database \"d\": exists with sorted duplicates (DUPSORT), but the header has no dupsort=1",
+        ),
+        (
+            section(Some("d"), "dupsort=1\nreversedup=1\n", ""),
+            "line 2: database \"d\": exists with duplicate mode DUPSORT (values bytewise), but the header asks for DUPSORT (values reverse",
+        ),
+        (
+            section(Some("p"), ik, &format!(" {u4}\n 00\n")),
+            "line 2: database \"p\": exists with key order bytewise, but the header asks for u32",
+        ),
+        (
+            section(Some("i"), ik, &format!(" {u8_}\n 00\n")),
+            "line 2: database \"i\": exists with key order u32 integer keys, but the header asks for u64",
+        ),
+        (
+            section(Some("i"), "", " 00\n 00\n"),
+            "line 2: database \"i\": exists with key order u32 integer keys, but the header asks for bytewise",
+        ),
+    ];
+    for (text, msg) in &mismatches {
+        load_fails(&dst, text, &[msg, hint]);
+    }
+    // -s NAME checks the database it names.
+    let o = sarsen(&["load", "-s", "p", s(&dst)], &dups);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("database \"p\": exists with duplicate mode"));
+
+    // An empty integer section takes an existing database's size, or 8.
+    sarsen_ok(&["load", s(&dst)], &section(Some("i"), ik, ""));
+    sarsen_ok(
+        &["load", s(&dst)],
+        &section(Some("e"), &format!("{ik}{idup}"), ""),
+    );
+    let p = |pairs: &[(&[u8], &[u8])]| {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .collect::<Vec<_>>()
+    };
+    let one = 1u32.to_ne_bytes();
+    let want = [
+        FlagDb::new(
+            "d",
+            Sort::Bytes,
+            Some((Sort::Bytes, false)),
+            p(&[(b"k", &[1]), (b"k", &[2])]),
+        ),
+        FlagDb::new("e", Sort::U64, Some((Sort::U64, false)), vec![]),
+        FlagDb::new("i", Sort::U32, None, p(&[(&one, &[0])])),
+        FlagDb::new("p", Sort::Bytes, None, p(&[(b"k", &[0])])),
+    ];
+    assert_flag_dbs(&dst, &want, false);
+}
+
+#[test]
+fn no_overwrite_refuses_a_present_pair_of_a_dupsort_database_with_exit_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("db");
+    let d = |data: &str| section(Some("d"), "dupsort=1\n", data);
+    sarsen_ok(&["load", s(&dst)], &d(" 6b\n 01\n 6b\n 02\n"));
+    // A new value of a present key is no conflict; a present pair is, and
+    // nothing of its section is loaded.
+    let o = sarsen(&["load", "-n", s(&dst)], &d(" 6b\n 03\n 6b\n 01\n"));
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("line 7: key \"k\" with value \"\\01\" already exists in database \"d\""),
+        "{e}"
+    );
+    let twice = d(" 6a\n 01\n 6a\n 01\n");
+    assert_eq!(
+        sarsen(&["load", "-n", s(&dst)], &twice).status.code(),
+        Some(1)
+    );
+    sarsen_ok(&["load", "-n", s(&dst)], &d(" 6b\n 03\n"));
+    // Without -n a present pair is left as it is.
+    sarsen_ok(&["load", s(&dst)], &d(" 6b\n 01\n 6a\n 00\n"));
+    let pairs = [(b"j", 0), (b"k", 1), (b"k", 2), (b"k", 3)]
+        .map(|(k, v)| (k.to_vec(), vec![v]))
+        .to_vec();
+    let want = FlagDb::new("d", Sort::Bytes, Some((Sort::Bytes, false)), pairs);
+    assert_flag_dbs(&dst, &[want], false);
 }
