@@ -39,10 +39,19 @@ enum Command {
     Stat(stat::Args),
     /// Write a database as text in the format of LMDB's mdb_dump
     /// (VERSION=3), for `sarsen load` or mdb_load.
+    ///
+    /// Its key order and duplicate mode go in the header as mdb_dump's flags (dupsort,
+    /// dupfixed, integerdup, reversedup, integerkey, reversekey); a DUPSORT
+    /// database writes every (key, value) pair.
     Dump(dump::Args),
     /// Read the text of mdb_dump or `sarsen dump` into a database, creating
     /// it if missing (as mdb_load). Exit code 1 if -n met a key already
     /// present.
+    ///
+    /// A new database gets the modes its header's flags give (integerkey
+    /// and integerdup: 4- or 8-byte integers, as the first key and value
+    /// are); an existing one must have them. In a DUPSORT database -n
+    /// stops at a key and value pair already present.
     Load(load::Args),
     /// Empty a database, or delete a named one with -d (as mdb_drop).
     Drop(drop::Args),
