@@ -230,10 +230,16 @@ impl<'a> RawCursor<'a> {
             let (p, i) = &mut self.stack[self.depth - 1];
             if fwd && *i + 1 < p.len() {
                 *i += 1;
+                if let Some(e) = p.leaf_inline(*i) {
+                    return Ok(Some(e));
+                }
                 return entry(src, p, *i).map(Some);
             }
             if !fwd && *i > 0 && *i <= p.len() {
                 *i -= 1;
+                if let Some(e) = p.leaf_inline(*i) {
+                    return Ok(Some(e));
+                }
                 return entry(src, p, *i).map(Some);
             }
         }

@@ -276,6 +276,31 @@ impl<'a> Page<'a> {
         LeafNode::parse(&self.b[off..]).ok_or_else(|| self.err("leaf node overruns the page"))
     }
 
+    /// Key and inline value of leaf node `i`, for the cursor's hot path:
+    /// inlined into the caller, so nothing goes through memory. `None`
+    /// when [`leaf`](Page::leaf) would have more to say (an overflow
+    /// value, or any check failing): the caller then takes that slow path,
+    /// which gives the same result or the error.
+    #[inline(always)]
+    pub(crate) fn leaf_inline(&self, i: usize) -> Option<(&'a [u8], &'a [u8])> {
+        if i >= self.n {
+            return None;
+        }
+        let b = self.b;
+        let off = rd16(b, HDR + 2 * i) as usize;
+        if off < self.node_lo {
+            return None;
+        }
+        let h = b.get(off..off + node::LEAF_HDR)?;
+        if h[0] & node::BIG != 0 {
+            return None;
+        }
+        let k0 = off + node::LEAF_HDR;
+        let v0 = k0 + rd16(h, 2) as usize;
+        let v1 = v0 + rd32(h, 4) as usize;
+        Some((b.get(k0..v0)?, b.get(v0..v1)?))
+    }
+
     /// Branch node `i`.
     #[inline]
     pub(crate) fn branch(&self, i: usize) -> Result<BranchNode<'a>> {
