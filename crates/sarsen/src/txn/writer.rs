@@ -152,6 +152,15 @@ impl Writer {
     /// Drops all uncommitted state, keeping buffers for reuse.
     pub(crate) fn reset(&mut self) {
         let bufs: Vec<PageBuf> = self.dirty.drain().map(|(_, b)| b).collect();
+        // Draining and clearing a hash table cost its capacity, not its
+        // length: after one large transaction, every small one would pay
+        // for the large one's table twice (measured: a quarter of the time
+        // of one-put commits after a 1M-record load). Give the memory back
+        // once it is far larger than what transactions use.
+        let cap = self.dirty.capacity();
+        if cap > 4096 && cap > 8 * bufs.len() {
+            self.dirty.shrink_to(2 * bufs.len());
+        }
         for b in bufs {
             self.recycle(b);
         }
