@@ -9,8 +9,13 @@
 //! model, every error must be the one the model predicts, and after every
 //! commit `Env::check` must find nothing. Any disagreement panics.
 //!
-//! Five databases take part: the main one and the named `a`, `b`, `c`, `d`,
-//! each with a built-in merge operator (see [`operator`]).
+//! Seven databases take part: the main one and the named `a`, `b`, `c`, `d`,
+//! each with a built-in merge operator (see [`operator`]), and two DUPSORT
+//! multimaps, `m` (values of any size) and `f` (DUPFIXED), modelled as
+//! `BTreeMap<key, BTreeSet<value>>` (see `dups.rs`). The operations that
+//! came with DUPSORT (pair writes, `delete_range`, read-cursor walks with
+//! every duplicate move, write-cursor walks that write where they stand,
+//! `put_reserve`, the canary) address all seven.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -234,6 +239,170 @@ pub enum Op {
         /// Durability mode (modulo 4).
         durability: u8,
     },
+    // The variants below came with DUPSORT; they address any of the seven
+    // databases through a [`Target`] (half of them the two DUPSORT ones).
+    /// `put` (in a DUPSORT database: adds the pair).
+    DupPut {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// Value.
+        value: DVal,
+    },
+    /// `put_no_dup_data` (`WrongDupMode` without DUPSORT).
+    DupPutNoDup {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// Value.
+        value: DVal,
+    },
+    /// `append_dup` (`KeyNotGreater` unless after the last pair).
+    DupAppend {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// Value.
+        value: DVal,
+        /// Append after the last pair instead: its key with a value one
+        /// greater (bit 0), or the next `Small` key (bit 1).
+        after_last: u8,
+    },
+    /// `delete_dup` (one pair).
+    DupDelete {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// Value.
+        value: DVal,
+        /// Delete an existing pair instead (the `pick`-th, when odd).
+        pick: u16,
+    },
+    /// `delete` (a key with all its values).
+    DupDeleteKey {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+    },
+    /// `delete_range`.
+    DeleteRange {
+        /// Database.
+        t: Target,
+        /// Start.
+        lo: DBound,
+        /// End.
+        hi: DBound,
+    },
+    /// Puts `count` values `Num(start + i * step)` under one key, each
+    /// padded with `pad % 48` bytes (sub-trees of hundreds of values).
+    DupFill {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// First number.
+        start: u16,
+        /// How many.
+        count: u8,
+        /// Stride.
+        step: u8,
+        /// Padding of variable-size values.
+        pad: u8,
+    },
+    /// `get` (a DUPSORT key's first value).
+    DupGet {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+    },
+    /// `range` over pairs, as [`Op::Range`].
+    DupRange {
+        /// Database.
+        t: Target,
+        /// Start.
+        lo: DBound,
+        /// End.
+        hi: DBound,
+        /// Which end each step takes.
+        ends: u32,
+        /// How many steps follow `ends`.
+        steps: u8,
+    },
+    /// A read-cursor walk with the duplicate moves ([`DMove`]), one byte
+    /// each, `count % 25` of them.
+    DupCursor {
+        /// Database.
+        t: Target,
+        /// Seek key.
+        key: DKey,
+        /// Seek value.
+        value: DVal,
+        /// The moves.
+        moves: [u8; 24],
+        /// How many.
+        count: u8,
+    },
+    /// A write-cursor walk ([`WMove`]: moves, put, put_current,
+    /// delete_current, delete_current_key, merge_current), `count % 17`.
+    WCursor {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// Value.
+        value: DVal,
+        /// The moves.
+        moves: [u8; 16],
+        /// How many.
+        count: u8,
+    },
+    /// `put_reserve` of `len % 3000` bytes filled from `seed`.
+    PutReserve {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// Length before the modulo.
+        len: u16,
+        /// Pattern seed.
+        seed: u8,
+    },
+    /// `put_canary`.
+    PutCanary {
+        /// User word.
+        x: u64,
+        /// User word.
+        y: u64,
+        /// User word.
+        z: u64,
+    },
+    /// `canary` of the current view.
+    GetCanary,
+    /// `drop_db` (or `clear_db`) of the target.
+    DupDrop {
+        /// Database.
+        t: Target,
+        /// `clear_db` instead.
+        clear: bool,
+    },
+    /// `merge` (bit 0 of `which` clear), `replace` or `take`: refused
+    /// with `WrongDupMode` on DUPSORT.
+    DupOther {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// Value or operand.
+        value: DVal,
+        /// Which operation, modulo 3.
+        which: u8,
+    },
 }
 
 /// A whole `api_ops` input.
@@ -256,6 +425,10 @@ pub struct ApiStats {
     pub opens: u64,
     /// `Env::check` runs (all clean).
     pub checks: u64,
+    /// Moves of the read and write cursor walks that came with DUPSORT.
+    pub moves: u64,
+    /// The most pairs a DUPSORT database held at a commit.
+    pub max_dup_pairs: u64,
 }
 
 impl std::ops::AddAssign for ApiStats {
@@ -264,22 +437,29 @@ impl std::ops::AddAssign for ApiStats {
         self.commits += o.commits;
         self.opens += o.opens;
         self.checks += o.checks;
+        self.moves += o.moves;
+        self.max_dup_pairs = self.max_dup_pairs.max(o.max_dup_pairs);
     }
 }
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// The model: one map per database, `None` for a named database that does
-/// not exist. The main database always exists.
+/// not exist (the main database always exists), the two DUPSORT
+/// databases, and the canary's words (`x`, `y`, `z`, `v`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct State {
     dbs: [Option<Map>; DBS],
+    dups: [Option<DupMap>; 2],
+    canary: [u64; 4],
 }
 
 impl Default for State {
     fn default() -> State {
         State {
             dbs: [Some(Map::new()), None, None, None, None],
+            dups: [None, None],
+            canary: [0; 4],
         }
     }
 }
@@ -318,10 +498,17 @@ pub fn model_merge(idx: usize, old: Option<&[u8]>, ops: &[Vec<u8>]) -> Option<Ve
 }
 
 fn db_name(idx: usize) -> Option<&'static str> {
-    idx.checked_sub(1).map(|i| NAMES[i])
+    match idx {
+        0 => None,
+        i if i < DBS => Some(NAMES[i - 1]),
+        i => Some(DUP_NAMES[i - DBS]),
+    }
 }
 
 fn db_options(idx: usize) -> DbOptions {
+    if idx >= DBS {
+        return dups::dup_options(idx);
+    }
     DbOptions::new().merge_operator_arc(operator(idx))
 }
 
@@ -395,6 +582,7 @@ trait View {
     fn cursor(&self, db: Database) -> sarsen::Result<Cursor<'_>>;
     fn entries(&self, db: Database) -> sarsen::Result<u64>;
     fn list_dbs(&self) -> sarsen::Result<Vec<String>>;
+    fn canary(&self) -> sarsen::Result<sarsen::Canary>;
 }
 
 macro_rules! impl_view {
@@ -420,6 +608,9 @@ macro_rules! impl_view {
             fn list_dbs(&self) -> sarsen::Result<Vec<String>> {
                 $t::list_dbs(self)
             }
+            fn canary(&self) -> sarsen::Result<sarsen::Canary> {
+                $t::canary(self)
+            }
         }
     };
 }
@@ -438,19 +629,28 @@ fn entry(m: &Map, k: Option<&Vec<u8>>) -> Owned {
 }
 
 /// Compares everything `view` shows with `st`: the list of named
-/// databases, and each database forwards, backwards and by `stat`.
-fn verify_state<V: View>(view: &V, st: &State, handles: &[Option<Database>; DBS], what: &str) {
-    let names: Vec<String> = (1..DBS)
-        .filter(|&i| st.dbs[i].is_some())
-        .map(|i| NAMES[i - 1].to_string())
+/// databases, the canary, and each database (pairs, for the DUPSORT ones)
+/// forwards, backwards and by `stat`.
+fn verify_state<V: View>(view: &V, st: &State, handles: &[Option<Database>; ALL], what: &str) {
+    let mut names: Vec<String> = (1..ALL)
+        .filter(|&i| st.exists(i))
+        .map(|i| db_name(i).unwrap().to_string())
         .collect();
+    names.sort();
     let listed = view
         .list_dbs()
         .unwrap_or_else(|e| panic!("{what}: list_dbs: {e:?}"));
     assert_eq!(listed, names, "{what}: list_dbs");
-    for (i, m) in st.dbs.iter().enumerate() {
-        let Some(m) = m else { continue };
-        let h = handles[i].unwrap_or_else(|| panic!("{what}: no handle for db {i}"));
+    let c = view
+        .canary()
+        .unwrap_or_else(|e| panic!("{what}: canary: {e:?}"));
+    assert_eq!([c.x, c.y, c.z, c.v], st.canary, "{what}: canary");
+    for (i, h) in handles.iter().enumerate() {
+        if !st.exists(i) {
+            continue;
+        }
+        let pairs = st.pairs(i);
+        let h = h.unwrap_or_else(|| panic!("{what}: no handle for db {i}"));
         let it = |rev: bool| -> Vec<(Vec<u8>, Vec<u8>)> {
             let it = view
                 .range(h, Bound::Unbounded, Bound::Unbounded)
@@ -470,13 +670,12 @@ fn verify_state<V: View>(view: &V, st: &State, handles: &[Option<Database>; DBS]
             }
             v
         };
-        let exp: Vec<(Vec<u8>, Vec<u8>)> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        assert!(it(false) == exp, "{what}: db {i} forward scan differs");
-        assert!(it(true) == exp, "{what}: db {i} backward scan differs");
+        assert!(it(false) == pairs, "{what}: db {i} forward scan differs");
+        assert!(it(true) == pairs, "{what}: db {i} backward scan differs");
         let n = view
             .entries(h)
             .unwrap_or_else(|e| panic!("{what}: stat db {i}: {e:?}"));
-        assert_eq!(n, m.len() as u64, "{what}: stat entries of db {i}");
+        assert_eq!(n, pairs.len() as u64, "{what}: stat entries of db {i}");
     }
 }
 
@@ -595,8 +794,12 @@ fn real_move(c: &mut Cursor<'_>, mv: &Move, max_key: usize) -> Owned {
     }
 }
 
+mod dups;
 mod session;
 
+pub use dups::{
+    decode_dmove, decode_wmove, DBound, DKey, DMove, DVal, DupMap, Target, WMove, ALL, DUP_NAMES,
+};
 pub use session::{run_ops, run_ops_from};
 
 /// Runs one `api_ops` input in a fresh scratch directory.

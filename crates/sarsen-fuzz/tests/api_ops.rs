@@ -42,6 +42,10 @@ fn api_ops_seeded() {
         total.commits > 0 && total.checks > 0,
         "no commit ran: {total:?}"
     );
+    assert!(
+        total.moves > 0 && total.max_dup_pairs > 0,
+        "no DUPSORT database filled, or no cursor walk: {total:?}"
+    );
 }
 
 /// Inputs written as operations, and the runner's own oracle: run again

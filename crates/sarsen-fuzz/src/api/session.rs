@@ -50,7 +50,8 @@ struct Session<'e, 'm> {
     committed: &'m mut State,
     stats: &'m mut ApiStats,
     max_key: usize,
-    handles: [Option<Database>; DBS],
+    lim: dups::Limits,
+    handles: [Option<Database>; ALL],
     w: Option<RwTxn<'e>>,
     pending: State,
     held: VecDeque<(RoTxn<'e>, State)>,
@@ -70,7 +71,7 @@ impl<'e, 'm> Session<'e, 'm> {
     ) -> Session<'e, 'm> {
         let max_key = (page_size as usize - 20) / 2 - 22;
         assert_eq!(env.max_key_size(), max_key, "max_key_size");
-        let mut handles = [None; DBS];
+        let mut handles = [None; ALL];
         let r = env.read_txn().expect("read_txn at open");
         for (i, h) in handles.iter_mut().enumerate() {
             let got = r
@@ -78,7 +79,7 @@ impl<'e, 'm> Session<'e, 'm> {
                 .unwrap_or_else(|e| panic!("open_db_with db {i} at open: {e:?}"));
             assert_eq!(
                 got.is_some(),
-                committed.dbs[i].is_some(),
+                committed.exists(i),
                 "db {i} exists after reopen"
             );
             *h = got;
@@ -89,6 +90,7 @@ impl<'e, 'm> Session<'e, 'm> {
             committed,
             stats,
             max_key,
+            lim: dups::Limits::new(page_size),
             handles,
             w: None,
             held: VecDeque::new(),
@@ -156,6 +158,36 @@ impl<'e, 'm> Session<'e, 'm> {
                     let moves = decode_moves(key, *moves, *count);
                     self.read(|s, v, st| s.cursor(v, st, db.idx(), &moves))
                 }
+                Op::DupGet { t, key } => self.read(|s, v, st| s.dget(v, st, t.idx(), key)),
+                Op::DupRange {
+                    t,
+                    lo,
+                    hi,
+                    ends,
+                    steps,
+                } => {
+                    let ends: Vec<bool> = (0..u32::from(*steps) % 33)
+                        .map(|i| ends >> i & 1 == 1)
+                        .collect();
+                    self.read(|s, v, st| s.drange(v, st, t.idx(), lo, hi, &ends))
+                }
+                Op::DupCursor {
+                    t,
+                    key,
+                    value,
+                    moves,
+                    count,
+                } => {
+                    let moves = &moves[..*count as usize % (moves.len() + 1)];
+                    self.stats.moves += moves.len() as u64;
+                    self.read(|s, v, st| s.dcursor(v, st, t.idx(), key, value, moves))
+                }
+                Op::GetCanary => self.read(|s, v, st| {
+                    let c = v
+                        .canary_dyn()
+                        .unwrap_or_else(|e| panic!("{}: canary: {e:?}", s.what));
+                    assert_eq!([c.x, c.y, c.z, c.v], st.canary, "{}", s.what);
+                }),
                 _ => self.write(op),
             }
         }
@@ -178,7 +210,7 @@ impl<'e, 'm> Session<'e, 'm> {
     /// a known handle of a database that does not exist gives `DbNotFound`.
     fn handle(&self, v: &dyn ViewDyn, st: &State, idx: usize) -> Option<Database> {
         let h = self.handles[idx]?;
-        if st.dbs[idx].is_none() {
+        if !st.exists(idx) {
             expect_err(v.get_dyn(h, b"x"), not_found, &self.what);
             return None;
         }
@@ -273,6 +305,10 @@ impl<'e, 'm> Session<'e, 'm> {
             *self.committed = std::mem::take(&mut self.pending);
             self.pending = self.committed.clone();
             self.stats.commits += 1;
+            for i in DBS..ALL {
+                let n = self.committed.pairs(i).len() as u64;
+                self.stats.max_dup_pairs = self.stats.max_dup_pairs.max(n);
+            }
         }
         self.check_env(&self.what.clone());
     }
@@ -309,6 +345,7 @@ trait ViewDyn {
         hi: Bound<&[u8]>,
     ) -> sarsen::Result<sarsen::Iter<'_>>;
     fn cursor_dyn(&self, db: Database) -> sarsen::Result<sarsen::Cursor<'_>>;
+    fn canary_dyn(&self) -> sarsen::Result<sarsen::Canary>;
 }
 
 impl<T: View> ViewDyn for T {
@@ -326,6 +363,10 @@ impl<T: View> ViewDyn for T {
     fn cursor_dyn(&self, db: Database) -> sarsen::Result<sarsen::Cursor<'_>> {
         self.cursor(db)
     }
+    fn canary_dyn(&self) -> sarsen::Result<sarsen::Canary> {
+        self.canary()
+    }
 }
 
+mod dup;
 mod write;

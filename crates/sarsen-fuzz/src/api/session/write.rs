@@ -22,9 +22,9 @@ impl Session<'_, '_> {
     /// The handle of `idx` for a write: `None` (and the operation skipped)
     /// when there is none, `Some(h, false)` when the database does not
     /// exist in the pending state (the write must give `DbNotFound`).
-    fn write_handle(&self, idx: usize) -> Option<(Database, bool)> {
+    pub(super) fn write_handle(&self, idx: usize) -> Option<(Database, bool)> {
         let h = self.handles[idx]?;
-        Some((h, self.pending.dbs[idx].is_some()))
+        Some((h, self.pending.exists(idx)))
     }
 
     pub(super) fn write(&mut self, op: &Op) {
@@ -79,28 +79,29 @@ impl Session<'_, '_> {
             Op::CreateDb { db } => self.create(db.idx()),
             Op::DropDb { db } => self.drop_or_clear(db.idx(), true),
             Op::ClearDb { db } => self.drop_or_clear(db.idx(), false),
-            _ => unreachable!("not a write: {op:?}"),
+            _ => self.dup_write(op),
         }
     }
 
-    fn put(&mut self, idx: usize, k: &[u8], v: &[u8]) {
+    pub(super) fn put(&mut self, idx: usize, k: &[u8], v: &[u8]) {
         let Some((h, exists)) = self.write_handle(idx) else {
             return;
         };
         let w = self.w.as_mut().unwrap();
         let r = w.put(h, k, v);
-        if !exists {
-            return expect_err(r, not_found, &self.what);
-        }
+        // `put` checks the key's length before the database.
         if k.len() > self.max_key {
             return expect_err(r, key_too_large, &self.what);
+        }
+        if !exists {
+            return expect_err(r, not_found, &self.what);
         }
         r.unwrap_or_else(|e| panic!("{}: put: {e:?}", self.what));
         let m = self.pending.dbs[idx].as_mut().unwrap();
         m.insert(k.to_vec(), v.to_vec());
     }
 
-    fn delete(&mut self, idx: usize, k: &[u8]) {
+    pub(super) fn delete(&mut self, idx: usize, k: &[u8]) {
         let Some((h, exists)) = self.write_handle(idx) else {
             return;
         };
@@ -114,7 +115,7 @@ impl Session<'_, '_> {
         assert_eq!(found, m.remove(k).is_some(), "{}: delete found", self.what);
     }
 
-    fn merge(&mut self, idx: usize, k: &[u8], ops: &[Vec<u8>]) {
+    pub(super) fn merge(&mut self, idx: usize, k: &[u8], ops: &[Vec<u8>]) {
         let Some((h, exists)) = self.write_handle(idx) else {
             return;
         };
@@ -143,7 +144,7 @@ impl Session<'_, '_> {
         assert_eq!(got.as_ref(), m.get(k), "{}: value after merge", self.what);
     }
 
-    fn create(&mut self, idx: usize) {
+    pub(super) fn create(&mut self, idx: usize) {
         let w = self.w.as_mut().unwrap();
         let h = w
             .create_db_with(db_name(idx), &db_options(idx))
@@ -152,10 +153,14 @@ impl Session<'_, '_> {
             assert_eq!(old, h, "{}: handle of a re-created database", self.what);
         }
         self.handles[idx] = Some(h);
-        self.pending.dbs[idx].get_or_insert_with(Map::new);
+        if idx < DBS {
+            self.pending.dbs[idx].get_or_insert_with(Map::new);
+        } else {
+            self.pending.dups[idx - DBS].get_or_insert_with(DupMap::new);
+        }
     }
 
-    fn drop_or_clear(&mut self, idx: usize, drop: bool) {
+    pub(super) fn drop_or_clear(&mut self, idx: usize, drop: bool) {
         let Some((h, exists)) = self.write_handle(idx) else {
             return;
         };
@@ -165,7 +170,9 @@ impl Session<'_, '_> {
             return expect_err(r, not_found, &self.what);
         }
         r.unwrap_or_else(|e| panic!("{}: drop/clear: {e:?}", self.what));
-        if drop && idx > 0 {
+        if idx >= DBS {
+            self.pending.dups[idx - DBS] = (!drop).then(DupMap::new);
+        } else if drop && idx > 0 {
             self.pending.dbs[idx] = None;
         } else {
             self.pending.dbs[idx] = Some(Map::new());
