@@ -1,8 +1,10 @@
 //! The `hostile_file` target: a small valid database, damaged.
 //!
 //! A template database (several levels at 512-byte pages, overflow runs,
-//! named databases, a merge operator's name in the catalog, GC records) is
-//! built once and kept as bytes. Each input picks a template, open flags and
+//! named databases, a merge operator's name in the catalog, GC records, a
+//! DUPSORT database whose keys hold one value, inline duplicate lists or
+//! duplicate sub-trees of hundreds of values, and a DUPFIXED one) is built
+//! once and kept as bytes. Each input picks a template, open flags and
 //! a list of [`Mutation`]s: byte flips, byte strings, 16- and 32-bit fields
 //! overwritten (lengths, counts, page numbers), pages swapped, copied or
 //! zeroed, the file truncated or extended, and meta checksums recomputed so
@@ -15,15 +17,18 @@
 //! of order, or more entries than the template ever had) while
 //! `Env::check` finds nothing: reads do not verify checksums, `check` does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::OnceLock;
 
 use arbitrary::Arbitrary;
 use sarsen::merge::Uint64Add;
-use sarsen::{Database, DbOptions, Durability, Env, EnvOptions, Error, RoTxn};
+use sarsen::{Database, DbOptions, Durability, Env, EnvOptions, Error, KeyOrder, RoTxn};
 
-type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+/// The entries of one database as key/value pairs (a DUPSORT key has
+/// several; values of the templates' DUPSORT databases are bytewise, so
+/// pairs sort as the databases keep them).
+pub type Map = BTreeSet<(Vec<u8>, Vec<u8>)>;
 
 /// The contents of every database of one commit: name (`""` for the main
 /// database) to entries.
@@ -167,10 +172,67 @@ fn pattern(seed: u32, len: usize) -> Vec<u8> {
     v
 }
 
+/// Options of the template's DUPSORT database `dups`.
+pub fn dups_options() -> DbOptions {
+    DbOptions::new().dup_sort(KeyOrder::Bytewise)
+}
+
+/// Options of the template's DUPFIXED database `fixed` (8-byte values).
+pub fn fixed_options() -> DbOptions {
+    DbOptions::new().dup_fixed()
+}
+
+/// Values of the DUPSORT key `dk{j}` in round `round` of `n`-key
+/// templates: key 0 gets hundreds of values (a sub-tree of several
+/// levels), key 1 a hundred, keys 2..10 a few (inline lists), the rest
+/// one or two.
+fn dup_values(j: u32, round: u32, n: u32) -> std::ops::Range<u32> {
+    let per = match j {
+        0 => n,
+        1 => n / 4,
+        2..=9 => j,
+        _ => 1 + j % 2,
+    };
+    round * per..(round + 1) * per
+}
+
+/// Writes one round of the DUPSORT databases: `dups` (values of 3 to 40
+/// bytes) and `fixed` (8 bytes); the last round deletes pairs and keys.
+fn write_dups(w: &mut sarsen::RwTxn, round: u32, n: u32) {
+    let dups = w.create_db_with(Some("dups"), &dups_options()).unwrap();
+    let fixed = w.create_db_with(Some("fixed"), &fixed_options()).unwrap();
+    for j in 0..24u32 {
+        let k = format!("dk{j:02}");
+        for i in dup_values(j, round, n) {
+            let mut v = format!("dv{i:05}").into_bytes();
+            v.resize(3 + (i as usize * 7 + j as usize) % 38, b'.');
+            w.put(dups, k.as_bytes(), &v).unwrap();
+            let f = u64::from(i).wrapping_mul(0x9e37_79b9) | u64::from(j) << 56;
+            w.put(fixed, k.as_bytes(), &f.to_be_bytes()).unwrap();
+        }
+    }
+    if round == 2 {
+        for j in [0u32, 1, 3, 7] {
+            let k = format!("dk{j:02}");
+            let vals: Vec<Vec<u8>> = w
+                .range(dups, k.as_bytes()..=k.as_bytes())
+                .unwrap()
+                .map(|e| e.unwrap().1.to_vec())
+                .step_by(3)
+                .collect();
+            for v in vals {
+                assert!(w.delete_dup(dups, k.as_bytes(), &v).unwrap());
+            }
+        }
+        w.delete(dups, b"dk05").unwrap();
+        w.delete(fixed, b"dk01").unwrap();
+    }
+}
+
 /// Builds a template: `n` keys in the main database over three commits
 /// (some values in overflow runs), a counter database `alpha` with its
 /// operator recorded, `beta`, and `gamma` created and dropped; deletes and
-/// overwrites leave GC records.
+/// overwrites leave GC records; the DUPSORT databases of [`write_dups`].
 fn build_template(page_size: u32, n: u32) -> Template {
     let dir = crate::scratch_dir();
     let o = EnvOptions::new()
@@ -203,6 +265,7 @@ fn build_template(page_size: u32, n: u32) -> Template {
             let g = w.create_db(Some("gamma")).unwrap();
             w.put(g, b"g", b"gone soon").unwrap();
         }
+        write_dups(&mut w, round, n);
         if round == 2 {
             let g = w.open_db(Some("gamma")).unwrap().unwrap();
             w.drop_db(g).unwrap();
@@ -216,6 +279,10 @@ fn build_template(page_size: u32, n: u32) -> Template {
     }
     let r = env.read_txn().unwrap();
     assert!(r.stat(main).unwrap().depth >= 2, "template too shallow");
+    let dups = r.open_db(Some("dups")).unwrap().unwrap();
+    let mut c = r.cursor(dups).unwrap();
+    c.seek(b"dk00").unwrap();
+    assert!(c.dup_count().unwrap() > 300, "no large sub-tree");
     let report = env.check().unwrap();
     assert!(report.is_ok(), "template check: {:?}", report.problems);
     let used = env.info().unwrap().next_pgno * u64::from(page_size);
@@ -342,20 +409,22 @@ pub fn contents(r: &RoTxn, limit: usize) -> Result<Contents, String> {
 fn scan(r: &RoTxn, db: Database, limit: usize, rev: bool) -> Result<Map, String> {
     let it = r.iter(db).map_err(|e| format!("iter:{}", err_name(&e)))?;
     let mut m = Map::new();
-    let mut prev: Option<Vec<u8>> = None;
+    let mut prev: Option<(Vec<u8>, Vec<u8>)> = None;
     let mut step = |e: sarsen::Result<(&[u8], &[u8])>| -> Result<(), String> {
         let (k, v) = e.map_err(|e| format!("next:{}", err_name(&e)))?;
         if m.len() >= limit {
             return Err(format!("RUNAWAY: more than {limit} entries"));
         }
+        // Pairs: a DUPSORT key comes once per value, values in order.
+        let p = (k.to_vec(), v.to_vec());
         if prev
-            .as_deref()
-            .is_some_and(|p| if rev { k >= p } else { k <= p })
+            .as_ref()
+            .is_some_and(|q| if rev { p >= *q } else { p <= *q })
         {
-            return Err("UNORDERED: keys out of order".into());
+            return Err("UNORDERED: pairs out of order".into());
         }
-        prev = Some(k.to_vec());
-        m.insert(k.to_vec(), v.to_vec());
+        m.insert(p.clone());
+        prev = Some(p);
         Ok(())
     };
     if rev {

@@ -78,7 +78,8 @@ fn oracle_sees_silent_damage() {
     // value's bytes occur (freed copies of its page too).
     let t = hostile::template(false);
     let v = t.history.last().unwrap()[""]
-        .values()
+        .iter()
+        .map(|(_, v)| v)
         .find(|v| v.len() > 20 && v.len() < 100)
         .expect("a short value");
     let mutations: Vec<Mutation> = t

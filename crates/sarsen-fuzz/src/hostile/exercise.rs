@@ -117,6 +117,10 @@ fn read_everything(env: &Env, t: &Template, limit: usize) -> Result<Contents, St
     let counters = DbOptions::new().merge_operator(Uint64Add);
     let _ = r.open_db_with(Some("alpha"), &counters);
     let _ = r.open_db(Some("no-such-db"));
+    let _ = r.open_db_with(Some("dups"), &dups_options());
+    let _ = r.open_db_with(Some("fixed"), &fixed_options());
+    // The other duplicate mode: refused.
+    let _ = r.open_db_with(Some("dups"), &fixed_options());
     let mut handles = vec![env.main_db()];
     if let Ok(names) = r.list_dbs() {
         for n in names {
@@ -125,15 +129,17 @@ fn read_everything(env: &Env, t: &Template, limit: usize) -> Result<Contents, St
             }
         }
     }
-    let probe: Vec<Vec<u8>> = t
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = t
         .history
         .last()
         .map(|c| {
             c.values()
-                .flat_map(|m| m.keys().step_by(7).cloned())
+                .flat_map(|m| m.iter().step_by(7).cloned())
                 .collect()
         })
         .unwrap_or_default();
+    let mut probe: Vec<Vec<u8>> = pairs.iter().map(|p| p.0.clone()).collect();
+    probe.dedup();
     for &h in &handles {
         let _ = r.stat(h);
         let _ = scan(&r, h, limit, true);
@@ -143,6 +149,9 @@ fn read_everything(env: &Env, t: &Template, limit: usize) -> Result<Contents, St
             }
         }
         walk_cursor(&r, h, &probe, limit);
+        if matches!(r.dup_mode(h), Ok(Some(_))) {
+            walk_dups(&r, h, &pairs, limit);
+        }
         for (lo, hi) in probe.iter().zip(probe.iter().skip(3)).take(20) {
             if let Ok(it) = r.range(h, lo.as_slice()..=hi.as_slice()) {
                 let _ = it.take(limit).take_while(Result::is_ok).count();
@@ -182,6 +191,56 @@ fn walk_cursor(r: &RoTxn, h: Database, probe: &[Vec<u8>], limit: usize) {
     let _ = c.prev();
 }
 
+/// Every duplicate move over a DUPSORT database with bounded work: key by
+/// key with `next_nodup`, each key's values both ways with
+/// `next_dup`/`prev_dup`, `first_dup`/`last_dup`, `dup_count`, the
+/// DUPFIXED batches; `prev_nodup` back from the end; `seek_both` and
+/// `seek_both_range` at known pairs, and a step either side of them.
+fn walk_dups(r: &RoTxn, h: Database, pairs: &[(Vec<u8>, Vec<u8>)], limit: usize) {
+    let Ok(mut c) = r.cursor(h) else { return };
+    let mut work = 0;
+    let mut key = c.first();
+    while matches!(key, Ok(Some(_))) && work < limit {
+        let _ = c.dup_count();
+        let _ = c.last_dup();
+        while matches!(c.prev_dup(), Ok(Some(_))) && work < limit {
+            work += 1;
+        }
+        let _ = c.first_dup();
+        while matches!(c.next_dup(), Ok(Some(_))) && work < limit {
+            work += 1;
+        }
+        let _ = c.first_dup();
+        if let Ok(Some(_)) = c.get_multiple() {
+            while matches!(c.next_multiple(), Ok(Some(_))) && work < limit {
+                work += 1;
+            }
+        }
+        let _ = c.current();
+        key = c.next_nodup();
+        work += 1;
+    }
+    let mut key = c.last();
+    while matches!(key, Ok(Some(_))) && work < 2 * limit {
+        let _ = c.dup_count();
+        key = c.prev_nodup();
+        work += 1;
+    }
+    for (k, v) in pairs.iter().take(80) {
+        let _ = r.get(h, k);
+        let _ = c.seek_both(k, v);
+        let _ = c.next();
+        let _ = c.prev_dup();
+        let _ = c.seek_both_range(k, &v[..v.len() / 2]);
+        let _ = c.next_dup();
+        let _ = c.get_multiple();
+        let _ = c.prev();
+        let _ = c.seek_exact(k);
+        let _ = c.next_nodup();
+        let _ = c.prev_nodup();
+    }
+}
+
 /// Copies and sync: run only on a file whose reads matched a commit (a
 /// compact copy of a tree whose pages are shared many times over would
 /// otherwise write without bound).
@@ -207,7 +266,7 @@ fn try_write(env: &Env, t: &Template) -> String {
             step("put", w.put(main, format!("new{i:03}").as_bytes(), &v))?;
         }
         if let Some(c) = t.history.last() {
-            for k in c[""].keys().step_by(5) {
+            for (k, _) in c[""].iter().step_by(5) {
                 step("delete", w.delete(main, k).map(|_| ()))?;
             }
         }
@@ -221,6 +280,7 @@ fn try_write(env: &Env, t: &Template) -> String {
             }
             step("put alpha", w.put(a, b"x", &[1; 8]))?;
         }
+        dup_writes(&mut w, t)?;
         let g = w.create_db(Some("delta")).map_err(|e| err_name(&e))?;
         step("put delta", w.put(g, b"d", b"d"))?;
         if let Some(b) = w.open_db(Some("beta")).map_err(|e| err_name(&e))? {
@@ -235,6 +295,65 @@ fn try_write(env: &Env, t: &Template) -> String {
         Ok(()) => "commit:ok".into(),
         Err(e) => format!("commit:{}", err_name(&e)),
     }
+}
+
+/// Writes to the DUPSORT databases: values added to a sub-tree, to inline
+/// lists (some become sub-trees), pairs removed from both, whole keys
+/// deleted (a sub-tree freed), a range deleted, and a write cursor that
+/// replaces and deletes where it stands.
+fn dup_writes(w: &mut sarsen::RwTxn, t: &Template) -> Result<(), String> {
+    let step =
+        |what: &str, r: sarsen::Result<()>| r.map_err(|e| format!("{what}:{}", err_name(&e)));
+    let last = t.history.last().expect("a template has commits");
+    if let Some(d) = w.open_db(Some("dups")).map_err(|e| err_name(&e))? {
+        for i in 0..60u32 {
+            let k = format!("dk{:02}", i % 12);
+            step(
+                "put dups",
+                w.put(d, k.as_bytes(), format!("nv{i:04}").as_bytes()),
+            )?;
+        }
+        step(
+            "put_no_dup_data",
+            w.put_no_dup_data(d, b"dk03", b"nodup").map(drop),
+        )?;
+        for (k, v) in last["dups"].iter().step_by(4).take(200) {
+            step("delete_dup", w.delete_dup(d, k, v).map(drop))?;
+        }
+        step("delete dups", w.delete(d, b"dk01").map(drop))?;
+        step(
+            "delete_range dups",
+            w.delete_range(d, &b"dk08"[..]..&b"dk10"[..]).map(drop),
+        )?;
+        let mut c = w.cursor_mut(d).map_err(|e| err_name(&e))?;
+        for i in 0..30u32 {
+            match c.next() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(e) => return Err(format!("cursor next:{}", err_name(&e))),
+            }
+            let r = match i % 3 {
+                0 => c.delete_current(),
+                1 => c.put_current(format!("pc{i:03}").as_bytes()),
+                _ => c.next_dup().map(drop),
+            };
+            step("write cursor", r)?;
+        }
+    }
+    if let Some(f) = w.open_db(Some("fixed")).map_err(|e| err_name(&e))? {
+        for i in 0..80u64 {
+            let k = format!("dk{:02}", i % 5);
+            step(
+                "put fixed",
+                w.put(f, k.as_bytes(), &(i << 20).to_be_bytes()),
+            )?;
+        }
+        for (k, v) in last["fixed"].iter().step_by(5).take(200) {
+            step("delete_dup fixed", w.delete_dup(f, k, v).map(drop))?;
+        }
+        step("delete fixed", w.delete(f, b"dk00").map(drop))?;
+    }
+    Ok(())
 }
 
 /// Where `c` differs from the last commit of the template.
