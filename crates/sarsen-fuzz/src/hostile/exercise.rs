@@ -201,16 +201,16 @@ fn walk_dups(r: &RoTxn, h: Database, pairs: &[(Vec<u8>, Vec<u8>)], limit: usize)
     let mut work = 0;
     let mut key = c.first();
     while matches!(key, Ok(Some(_))) && work < limit {
+        // Forward over the values: `next` (in `walk_cursor`) and the
+        // batches; here a few `next_dup`, and back from the end.
+        for _ in 0..4 {
+            let _ = c.next_dup();
+        }
         let _ = c.dup_count();
         let _ = c.last_dup();
         while matches!(c.prev_dup(), Ok(Some(_))) && work < limit {
             work += 1;
         }
-        let _ = c.first_dup();
-        while matches!(c.next_dup(), Ok(Some(_))) && work < limit {
-            work += 1;
-        }
-        let _ = c.first_dup();
         if let Ok(Some(_)) = c.get_multiple() {
             while matches!(c.next_multiple(), Ok(Some(_))) && work < limit {
                 work += 1;
