@@ -403,6 +403,21 @@ pub enum Op {
         /// Which operation, modulo 3.
         which: u8,
     },
+    /// `delete_dup` of up to `count` values of one key, every
+    /// `stride % 4 + 1`-th from the `skip % 8`-th: shrinks sub-trees back
+    /// to lists, single values and nothing.
+    DupDeleteSome {
+        /// Database.
+        t: Target,
+        /// Key.
+        key: DKey,
+        /// How many at most.
+        count: u8,
+        /// Values skipped before the first.
+        skip: u8,
+        /// Stride.
+        stride: u8,
+    },
 }
 
 /// A whole `api_ops` input.

@@ -126,3 +126,86 @@ fn runner_checks_what_it_claims() {
     }));
     assert!(r.is_err(), "a changed value went unnoticed");
 }
+
+/// The DUPSORT operations written out: sub-trees of 255 values in both
+/// DUPSORT databases at 512-byte pages, walked with the duplicate moves
+/// (the DUPFIXED batches together must be the key's values), written
+/// through a write cursor, shrunk back to lists and to nothing, committed
+/// and reopened; every result is checked against the model on the way.
+#[test]
+fn dupsort_ops_by_name() {
+    use api::{decode_dmove, DKey, DMove, DVal, Target};
+    let byte = |m: DMove| (0..19u8).find(|&b| decode_dmove(b).0 == m).unwrap();
+    let walk: Vec<u8> = [
+        DMove::First,
+        DMove::AllMultiple,
+        DMove::NextNodup,
+        DMove::DupCount,
+        DMove::LastDup,
+        DMove::PrevDup,
+        DMove::FirstDup,
+        DMove::NextDup,
+        DMove::GetMultiple,
+        DMove::NextMultiple,
+        DMove::SeekBoth,
+        DMove::SeekBothRange,
+        DMove::PrevNodup,
+        DMove::Last,
+        DMove::Prev,
+    ]
+    .map(byte)
+    .to_vec();
+    let mut moves = [0u8; 24];
+    moves[..walk.len()].copy_from_slice(&walk);
+    let mut ops = Vec::new();
+    for t in [Target(0), Target(1)] {
+        for key in [DKey::Small(1), DKey::Small(2)] {
+            ops.push(Op::DupFill {
+                t,
+                key,
+                start: 7,
+                count: 255,
+                step: 3,
+                pad: 20,
+            });
+        }
+        ops.push(Op::DupCursor {
+            t,
+            key: DKey::Small(1),
+            value: DVal::Num(40),
+            moves,
+            count: walk.len() as u8,
+        });
+        ops.push(Op::Commit);
+        ops.push(Op::WCursor {
+            t,
+            key: DKey::Small(2),
+            value: DVal::Num(9),
+            // seek, delete_current, next, put_current, next_dup, put.
+            moves: [5, 16, 0, 15, 7, 14, 2, 13, 0, 0, 0, 0, 0, 0, 0, 0],
+            count: 8,
+        });
+        ops.push(Op::DupDeleteSome {
+            t,
+            key: DKey::Small(1),
+            count: 250,
+            skip: 0,
+            stride: 0,
+        });
+        ops.push(Op::DupDeleteSome {
+            t,
+            key: DKey::Small(1),
+            count: 255,
+            skip: 0,
+            stride: 0,
+        });
+    }
+    ops.push(Op::Commit);
+    ops.push(Op::Reopen {
+        write_map: false,
+        durability: 0,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = api::run_ops_from(dir.path(), 512, &ops, Default::default());
+    assert_eq!(s.max_dup_pairs, 510, "{s:?}");
+}

@@ -765,6 +765,49 @@ impl Session<'_, '_> {
                     }
                 }
             }
+            Op::DupDeleteSome {
+                t,
+                key,
+                count,
+                skip,
+                stride,
+            } => {
+                let idx = t.idx();
+                let k = key.bytes(mk);
+                let vals: Vec<Vec<u8>> = Pairs(&self.pending.pairs(idx))
+                    .vals(&k)
+                    .iter()
+                    .skip(*skip as usize % 8)
+                    .step_by(*stride as usize % 4 + 1)
+                    .take(*count as usize)
+                    .map(|p| p.1.clone())
+                    .collect();
+                let Some((h, _)) = self.thandle(idx) else {
+                    return;
+                };
+                for v in vals {
+                    let got = self.w.as_mut().unwrap().delete_dup(h, &k, &v);
+                    let want = m_delete_dup(&mut self.pending, idx, &k, &v);
+                    self.same(got, want);
+                }
+                // The key's first value, or none, as the model says.
+                let got = self
+                    .w
+                    .as_ref()
+                    .unwrap()
+                    .get(h, &k)
+                    .map(|v| v.map(<[u8]>::to_vec));
+                let want = Pairs(&self.pending.pairs(idx))
+                    .vals(&k)
+                    .first()
+                    .map(|p| p.1.clone());
+                let want = if self.pending.exists(idx) {
+                    Ok(want)
+                } else {
+                    Err(E::NotFound)
+                };
+                self.same(got, want);
+            }
             _ => unreachable!("not a write: {op:?}"),
         }
     }
