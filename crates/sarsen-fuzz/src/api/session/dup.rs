@@ -320,8 +320,10 @@ fn model_dmove(
                 if i + 1 == vs.len() {
                     Out::Multi(None)
                 } else if !fixed {
-                    // The cursor steps to the next value before
-                    // `get_multiple` refuses (see the report).
+                    // As the engine does it now: `next_multiple` steps to
+                    // the next value, then `get_multiple` refuses, so the
+                    // error moves the cursor (LMDB refuses first). If the
+                    // engine changes, this model must follow.
                     *pos = At(vs[i + 1].clone());
                     Out::Err(E::WrongDupMode)
                 } else {
@@ -390,7 +392,11 @@ fn real_dmove(c: &mut Cursor<'_>, mv: DMove, (tk, tv): (&[u8], &[u8]), what: &st
 /// stands on a pair: from anywhere else `next` and `prev` follow the
 /// read cursor's rules (and, after `delete_current`, go from where the
 /// deleted pair was), but every other move starts from an unplaced read
-/// cursor, keeping the old place when that finds nothing.
+/// cursor, keeping the old place when that finds nothing. So, as the
+/// engine does it now, `next_nodup` past the end or after
+/// `delete_current` returns the first pair of the database (LMDB: none,
+/// or the key after the deleted pair), and `prev_nodup` the last; if the
+/// engine changes, this model must follow.
 fn model_wmove(
     p: &Pairs<'_>,
     pos: &mut CPos,
