@@ -257,3 +257,37 @@ fn write_cursors_match_the_model() {
         }
     }
 }
+
+/// LMDB's rules, found by the `api_ops` fuzz target: a write cursor's
+/// `next_nodup` past the end finds nothing and after `delete_current`
+/// goes to the next key (not to the first pair), and `next_multiple`
+/// without DUPFIXED is refused before the cursor moves.
+#[test]
+fn nodup_moves_off_a_pair_and_refused_next_multiple_follow_lmdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = common::open(dir.path(), EnvOptions::new().max_dbs(2));
+    let mut w = env.write_txn().unwrap();
+    let opts = DbOptions::new().dup_sort(KeyOrder::Bytewise);
+    let db = w.create_db_with(Some("m"), &opts).unwrap();
+    for (k, v) in [("a", "1"), ("a", "2"), ("b", "1"), ("c", "1")] {
+        w.put(db, k.as_bytes(), v.as_bytes()).unwrap();
+    }
+    let mut c = w.cursor_mut(db).unwrap();
+    c.last().unwrap();
+    assert_eq!(c.next().unwrap(), None);
+    assert_eq!(own(c.next_nodup().unwrap()), None);
+    assert_eq!(own(c.prev_nodup().unwrap()).unwrap().0, b"c");
+    c.seek(b"b").unwrap();
+    c.delete_current().unwrap();
+    assert_eq!(own(c.next_nodup().unwrap()).unwrap().0, b"c");
+    c.seek(b"a").unwrap();
+    c.next_dup().unwrap();
+    c.delete_current().unwrap(); // (a, 2)
+    let back = own(c.prev_nodup().unwrap());
+    assert_eq!(back, None, "no key before a");
+    drop(c);
+    let mut rc = w.cursor(db).unwrap();
+    rc.first().unwrap();
+    assert!(rc.next_multiple().is_err());
+    assert_eq!(rc.current().unwrap(), Some((&b"a"[..], &b"1"[..])));
+}

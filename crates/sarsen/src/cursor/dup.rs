@@ -248,13 +248,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// Errors: [`Error::WrongDupMode`] unless the database is DUPFIXED.
     pub fn get_multiple(&mut self) -> Result<Option<(&'txn [u8], &[u8])>> {
-        let d = self.need_dups("get_multiple")?;
-        if !d.fixed {
-            return Err(Error::WrongDupMode {
-                op: "get_multiple",
-                needs: "with fixed-size duplicates (DUPFIXED)",
-            });
-        }
+        self.need_fixed("get_multiple")?;
         let Some((k, v)) = self.current_pair()? else {
             return Ok(None);
         };
@@ -287,11 +281,22 @@ impl<'txn> Cursor<'txn> {
     ///
     /// Errors: [`Error::WrongDupMode`] unless the database is DUPFIXED.
     pub fn next_multiple(&mut self) -> Result<Option<(&'txn [u8], &[u8])>> {
-        self.need_dups("next_multiple")?;
+        // Refused before the cursor moves.
+        self.need_fixed("next_multiple")?;
         if !self.is_positioned() || self.sub_step(true)?.is_none() {
             return Ok(None);
         }
         self.get_multiple()
+    }
+
+    fn need_fixed(&self, op: &'static str) -> Result<()> {
+        if !self.need_dups(op)?.fixed {
+            return Err(Error::WrongDupMode {
+                op,
+                needs: "with fixed-size duplicates (DUPFIXED)",
+            });
+        }
+        Ok(())
     }
 
     fn need_dups(&self, op: &'static str) -> Result<bdup::Dups<'txn>> {

@@ -176,14 +176,32 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         self.go(|c, _| c.prev_dup())
     }
 
-    /// [`Cursor::next_nodup`] (`MDB_NEXT_NODUP`).
+    /// [`Cursor::next_nodup`] (`MDB_NEXT_NODUP`): past the end, nothing;
+    /// after `delete_current`, the first pair of the next key.
     pub fn next_nodup(&mut self) -> Result<Option<Entry<'_>>> {
-        self.go(|c, _| c.next_nodup())
+        self.go(|c, at| match at {
+            At::On(..) => c.next_nodup(),
+            At::Unset | At::BeforeStart => c.first(),
+            At::PastEnd => Ok(None),
+            At::Deleted(k, _) => match c.seek(k)? {
+                Some((ck, _)) if ck == k.as_slice() => c.next_nodup(),
+                e => Ok(e),
+            },
+        })
     }
 
-    /// [`Cursor::prev_nodup`] (`MDB_PREV_NODUP`).
+    /// [`Cursor::prev_nodup`] (`MDB_PREV_NODUP`): before the start,
+    /// nothing; after `delete_current`, the last pair of the previous key.
     pub fn prev_nodup(&mut self) -> Result<Option<Entry<'_>>> {
-        self.go(|c, _| c.prev_nodup())
+        self.go(|c, at| match at {
+            At::On(..) => c.prev_nodup(),
+            At::Unset | At::PastEnd => c.last(),
+            At::BeforeStart => Ok(None),
+            At::Deleted(k, _) => match c.seek(k)? {
+                Some(_) => c.prev_nodup(),
+                None => c.last(),
+            },
+        })
     }
 
     /// [`Cursor::seek_both`] (`MDB_GET_BOTH`).

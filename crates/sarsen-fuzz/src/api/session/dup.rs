@@ -312,6 +312,8 @@ fn model_dmove(
                 multi(&q.0, &vs[i..], mv == DMove::AllMultiple, got, pos)
             }
         },
+        // Refused before the cursor moves, as LMDB does.
+        DMove::NextMultiple if !dup || !fixed => Out::Err(E::WrongDupMode),
         DMove::NextMultiple => match at {
             None => Out::Multi(None),
             Some(q) => {
@@ -319,13 +321,6 @@ fn model_dmove(
                 let i = vs.iter().position(|x| *x == q).unwrap();
                 if i + 1 == vs.len() {
                     Out::Multi(None)
-                } else if !fixed {
-                    // As the engine does it now: `next_multiple` steps to
-                    // the next value, then `get_multiple` refuses, so the
-                    // error moves the cursor (LMDB refuses first). If the
-                    // engine changes, this model must follow.
-                    *pos = At(vs[i + 1].clone());
-                    Out::Err(E::WrongDupMode)
                 } else {
                     multi(&q.0, &vs[i + 1..], false, got, pos)
                 }
@@ -389,14 +384,11 @@ fn real_dmove(c: &mut Cursor<'_>, mv: DMove, (tk, tv): (&[u8], &[u8]), what: &st
 
 /// The model of a write-cursor move that does not write. The write
 /// cursor builds a read cursor for each move and places it only when it
-/// stands on a pair: from anywhere else `next` and `prev` follow the
-/// read cursor's rules (and, after `delete_current`, go from where the
-/// deleted pair was), but every other move starts from an unplaced read
-/// cursor, keeping the old place when that finds nothing. So, as the
-/// engine does it now, `next_nodup` past the end or after
-/// `delete_current` returns the first pair of the database (LMDB: none,
-/// or the key after the deleted pair), and `prev_nodup` the last; if the
-/// engine changes, this model must follow.
+/// stands on a pair: from anywhere else `next`, `prev`, `next_nodup` and
+/// `prev_nodup` follow the read cursor's rules (and, after
+/// `delete_current`, go from where the deleted pair was, as LMDB), and
+/// every other move starts from an unplaced read cursor, keeping the old
+/// place when that finds nothing.
 fn model_wmove(
     p: &Pairs<'_>,
     pos: &mut CPos,
@@ -437,6 +429,16 @@ fn model_wmove(
             WMove::Prev => Some(Out::Pair(match other {
                 BeforeStart => None,
                 Deleted(q) => p.before(&q, pos),
+                _ => p.last(pos),
+            })),
+            WMove::NextNodup => Some(Out::Pair(match other {
+                PastEnd => None,
+                Deleted(q) => p.next_key(&q.0, pos),
+                _ => p.first(pos),
+            })),
+            WMove::PrevNodup => Some(Out::Pair(match other {
+                BeforeStart => None,
+                Deleted(q) => p.prev_key(&q.0, pos),
                 _ => p.last(pos),
             })),
             _ => {
