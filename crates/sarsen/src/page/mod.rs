@@ -235,13 +235,22 @@ impl<'a> Page<'a> {
     /// byte and child number of each node: commit calls this on every
     /// dirty branch page.
     pub(crate) fn fresh_links(&self, out: &mut Vec<(usize, Pgno)>) -> Result<()> {
-        for i in 0..self.n {
-            let off = self.node_off(i)?;
-            if off + node::BRANCH_HDR > self.b.len() {
-                return Err(self.err("branch node overruns the page"));
+        // One pass over the slot array, with the checks of `node_off`
+        // hoisted: a dirty branch has a hundred nodes or more.
+        let b = self.b;
+        let slots = b
+            .get(HDR..HDR + 2 * self.n)
+            .ok_or_else(|| self.err("slot array overruns the page"))?;
+        for (i, s) in slots.chunks_exact(2).enumerate() {
+            let off = u16::from_le_bytes([s[0], s[1]]) as usize;
+            if off < self.node_lo {
+                return Err(self.err("slot points outside the node area"));
             }
-            if self.b[off + 12] & node::FRESH != 0 {
-                out.push((i, rd32(self.b, off)));
+            let Some(nd) = b.get(off..off + node::BRANCH_HDR) else {
+                return Err(self.err("branch node overruns the page"));
+            };
+            if nd[12] & node::FRESH != 0 {
+                out.push((i, u32::from_le_bytes([nd[0], nd[1], nd[2], nd[3]])));
             }
         }
         Ok(())
@@ -485,20 +494,28 @@ pub(crate) mod edit {
     /// older transaction (its links point at pages that are not dirty now).
     /// Node offsets are checked: the copy may come from a damaged file.
     pub(crate) fn clear_fresh(b: &mut [u8], pgno: Pgno) -> Result<()> {
-        let (n, leaf) = {
+        let (n, leaf, node_lo) = {
             let p = Page::new(b, pgno)?;
-            (p.len(), p.is_leaf())
+            (p.len(), p.is_leaf(), p.node_lo)
         };
         let flag_at = if leaf { 0 } else { 12 };
-        for i in 0..n {
-            let off = rd16(b, HDR + 2 * i) as usize + flag_at;
-            if off >= b.len() {
-                return Err(Error::corrupted(
-                    u64::from(pgno),
-                    "slot points outside the page",
-                ));
+        // Slots and nodes apart, so that one pass reads the one and writes
+        // the other with no per-node check but the offset's.
+        let (head, nodes) = b.split_at_mut(node_lo);
+        let slots = head
+            .get(HDR..HDR + 2 * n)
+            .ok_or_else(|| Error::corrupted(u64::from(pgno), "slot array overruns the page"))?;
+        for s in slots.chunks_exact(2) {
+            let off = u16::from_le_bytes([s[0], s[1]]) as usize + flag_at;
+            match off.checked_sub(node_lo).and_then(|o| nodes.get_mut(o)) {
+                Some(f) => *f &= !node::FRESH,
+                None => {
+                    return Err(Error::corrupted(
+                        u64::from(pgno),
+                        "slot points outside the node area",
+                    ))
+                }
             }
-            b[off] &= !node::FRESH;
         }
         Ok(())
     }
