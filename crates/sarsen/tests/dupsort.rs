@@ -628,3 +628,46 @@ fn compact_copy_keeps_duplicates() {
     let db = r.open_db(Some("multi")).unwrap().unwrap();
     compare(&r, db, &model, "copy");
 }
+
+/// Found by the differential test against LMDB, with values as long as a
+/// key may be (two to a page at 1 KiB): a delete that empties a sub-tree
+/// leaf whose parent cannot merge leaves the leaf empty, and the next put
+/// looked for the sub-tree's first value there (`Corrupted`); and a
+/// sub-tree emptied value by value, or down to one value above an empty
+/// leaf, must end as no key or a single value.
+#[test]
+fn sub_trees_of_maximal_values_survive_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = common::open(dir.path(), EnvOptions::new().page_size(1024));
+    let opts = DbOptions::new().dup_sort(KeyOrder::Bytewise);
+    let mut w = env.write_txn().unwrap();
+    let db = w.open_db_with(None, &opts).unwrap().unwrap();
+    for b in [5u8, 3, 7, 1] {
+        w.put(db, b"k", &[b; 480]).unwrap();
+    }
+    assert!(w.delete_dup(db, b"k", &[1; 480]).unwrap());
+    w.put(db, b"k", &[0; 480]).unwrap();
+    let vals: Vec<u8> = w.iter(db).unwrap().map(|e| e.unwrap().1[0]).collect();
+    assert_eq!(vals, [0, 3, 5, 7]);
+    w.commit().unwrap();
+    assert_check(&env, "after the put");
+    let mut w = env.write_txn().unwrap();
+    for b in 10..20u8 {
+        w.put(db, b"j", &[b; 480]).unwrap();
+    }
+    for b in (10..20u8).rev() {
+        assert!(w.delete_dup(db, b"j", &[b; 480]).unwrap());
+        let left = w
+            .iter(db)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().0 == b"j")
+            .count();
+        assert_eq!(left, usize::from(b - 10));
+    }
+    for b in [3u8, 0, 7, 5] {
+        assert!(w.delete_dup(db, b"k", &[b; 480]).unwrap());
+    }
+    assert_eq!(w.stat(db).unwrap().entries, 0);
+    w.commit().unwrap();
+    assert_check(&env, "emptied");
+}

@@ -130,18 +130,31 @@ pub(crate) fn lookup<'a, S: Source<'a>>(
 /// The first value of a sub-tree.
 pub(crate) fn first_in<'a, S: Source<'a>>(s: S, sub: &DbRecord) -> Result<&'a [u8]> {
     let depth = super::check_depth(sub)?;
-    let mut pgno = sub.root;
-    for level in 1..=depth {
-        let p = s.page(pgno)?;
-        if p.is_leaf() != (level == depth) {
-            return Err(super::bad_level(pgno));
-        }
-        if p.is_leaf() {
-            return Ok(p.leaf(0)?.key);
-        }
-        pgno = p.branch(0)?.child;
+    first_under(s, sub.root, depth)?
+        .ok_or_else(|| Error::corrupted(u64::from(sub.root), "empty duplicate sub-tree"))
+}
+
+/// The first key under page `pgno`, `levels` above the leaves. A leaf may
+/// be empty (a delete leaves one when its only sibling is under another
+/// parent that cannot merge), so the walk goes on to the next child.
+fn first_under<'a, S: Source<'a>>(s: S, pgno: Pgno, levels: usize) -> Result<Option<&'a [u8]>> {
+    let p = s.page(pgno)?;
+    if p.is_leaf() != (levels == 1) {
+        return Err(super::bad_level(pgno));
     }
-    Err(super::bad_level(pgno))
+    if p.is_leaf() {
+        return Ok(if p.len() > 0 {
+            Some(p.leaf(0)?.key)
+        } else {
+            None
+        });
+    }
+    for i in 0..p.len() {
+        if let Some(k) = first_under(s, p.branch(i)?.child, levels - 1)? {
+            return Ok(Some(k));
+        }
+    }
+    Ok(None)
 }
 
 /// `BadValueSize` unless `val` has the size of the key's other values.
@@ -282,7 +295,10 @@ fn delete_in_tree(
         return super::delete::delete(w, map, rec, ord, key);
     }
     rec.entries = rec.entries.saturating_sub(1);
-    let back = if sub.depth == 1 {
+    let back = if sub.entries == 1 {
+        // One value left, at any depth (merges can leave levels above it).
+        Some(vec![first_in(w.source(map), &sub)?.to_vec()])
+    } else if sub.depth == 1 {
         small_tree_values(w, map, &sub, key.len())?
     } else {
         None
