@@ -62,11 +62,11 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use generate::{gen_case, gen_program, max_key_for, Case, DbSpec, Order, Val, B};
+use generate::{gen_case, gen_program, max_key_for, mix, Case, DbSpec, Order, Val, B};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use report::{compare, report};
-use sarsen::{Cursor, Database, DbOptions, Durability, Env, EnvOptions, Error, Iter};
+use sarsen::{Cursor, Database, Durability, Env, EnvOptions, Error, Iter};
 use sarsen::{RoTxn, RwTxn, Stat};
 
 /// LMDB's map: address space only, plenty for a case.
@@ -92,9 +92,41 @@ enum Move {
     SetKey(B),
     /// `MDB_GET_CURRENT`, Sarsen `current`.
     Current,
-    // DUPSORT moves go here: GetBoth, GetBothRange, NextDup, PrevDup, NextNoDup,
-    // PrevNoDup, FirstDup, LastDup, Count (mdb_cursor_count), GetMultiple,
-    // NextMultiple; `move_outcome` says which are defined after a failed move.
+    // DUPSORT only, from here on.
+    /// `MDB_GET_BOTH`, Sarsen `seek_both`.
+    GetBoth(B, Val),
+    /// `MDB_GET_BOTH_RANGE`, Sarsen `seek_both_range`.
+    GetBothRange(B, Val),
+    /// `MDB_NEXT_DUP`, Sarsen `next_dup` (and so on).
+    NextDup,
+    PrevDup,
+    FirstDup,
+    LastDup,
+    NextNoDup,
+    PrevNoDup,
+    /// `mdb_cursor_count`, Sarsen `dup_count`.
+    Count,
+    /// DUPFIXED: `MDB_FIRST_DUP`, then `MDB_GET_MULTIPLE` and
+    /// `MDB_NEXT_MULTIPLE` until none; the outcome is the key and the
+    /// concatenated batches (the engines cut them differently).
+    Multiple,
+}
+
+impl Move {
+    /// Whether the move starts from where the cursor stands (else it
+    /// positions from scratch).
+    fn relative(&self) -> bool {
+        !matches!(
+            self,
+            Move::First
+                | Move::Last
+                | Move::SetRange(_)
+                | Move::Set(_)
+                | Move::SetKey(_)
+                | Move::GetBoth(..)
+                | Move::GetBothRange(..)
+        )
+    }
 }
 
 /// One step of a program; each yields one [`Outcome`]. Fields: the database
@@ -128,8 +160,12 @@ enum Instr {
     Del(usize, B),
     /// `mdb_drop(.., 0)`, `clear_db`.
     Clear(usize),
-    // DUPSORT writes go here: PutNoDupData (MDB_NODUPDATA), PutAppendDup
-    // (MDB_APPENDDUP), DelData (mdb_del with a data argument).
+    /// DUPSORT: `MDB_NODUPDATA`, `put_no_dup_data`.
+    PutNoDupData(usize, B, Val),
+    /// DUPSORT: `MDB_APPENDDUP`, `append_dup`.
+    AppendDup(usize, B, Val),
+    /// DUPSORT: `mdb_del` with a value, `delete_dup`.
+    DelData(usize, B, Val),
     Get(usize, B),
     /// Opens a cursor; `Move`s follow until `CursorClose`.
     CursorOpen(usize),
@@ -148,13 +184,18 @@ enum Outcome {
     /// inserted).
     Found(Option<B>),
     Deleted(bool),
-    /// `MDB_APPEND` of a key not above the last.
+    /// `MDB_NODUPDATA`: whether the pair was added.
+    Added(bool),
+    /// `MDB_APPEND` of a key not above the last, `MDB_APPENDDUP` of a pair
+    /// not above the last.
     Refused,
     Entry(Option<(B, B)>),
+    /// `mdb_cursor_count`.
+    Count(u64),
     /// A cursor result the engines define differently (see the module doc).
     Unchecked,
-    /// Per database: the entry count, the forward and the backward scans.
-    Snapshot(Vec<(u64, Scan, Scan)>),
+    /// Every database in full.
+    Snapshot(Vec<DbSnap>),
     /// An unexpected error or panic: the engine stopped there.
     Error(String),
 }
@@ -162,24 +203,107 @@ enum Outcome {
 /// A database's entries, in a scan's order.
 type Scan = Vec<(B, B)>;
 
-/// The outcome of a cursor move, and the cursor's new comparability: after a
-/// failed `NEXT`, `PREV`, `SET` or `SET_KEY` the engines' cursors stand in
-/// different places (`lost`) until a move that positions from scratch.
-fn move_outcome(lost: &mut bool, m: &Move, r: Option<(B, B)>) -> Outcome {
-    let checked = !(*lost && matches!(m, Move::Next | Move::Prev | Move::Current));
-    match m {
-        Move::Current => {}
-        // A step from where the engines disagree leads where they may disagree.
-        Move::Next | Move::Prev if *lost => {}
-        Move::Next | Move::Prev | Move::Set(_) | Move::SetKey(_) => *lost = r.is_none(),
-        // An entry, an empty database, or past the end after SET_RANGE: the
-        // same in both.
-        Move::First | Move::Last | Move::SetRange(_) => *lost = false,
+/// One database in full: its entry count, its pairs forward and backward,
+/// and (DUPSORT) its keys with their value counts, forward by `NEXT_NODUP`
+/// and backward by `PREV_NODUP`.
+#[derive(Clone, Debug, PartialEq)]
+struct DbSnap {
+    entries: u64,
+    fwd: Scan,
+    bwd: Scan,
+    keys_fwd: Vec<(B, u64)>,
+    keys_bwd: Vec<(B, u64)>,
+}
+
+/// What a cursor move gave.
+enum Got {
+    Pair(Option<(B, B)>),
+    Count(u64),
+}
+
+/// Where a cursor stands, as far as the compared outcomes tell (so the same
+/// for both engines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum At {
+    /// No move has found a pair (the cursor is new, or its database empty).
+    Fresh,
+    /// On the same pair in both.
+    On,
+    /// Past the end after a `SET_RANGE` that found nothing.
+    PastEnd,
+    /// The engines' cursors may stand in different places (see the module
+    /// doc), until a move that positions from scratch.
+    Lost,
+}
+
+/// A cursor's [`At`] in a database with or without duplicates.
+struct Pos {
+    at: At,
+    dups: bool,
+}
+
+impl Pos {
+    fn new(dups: bool) -> Pos {
+        Pos {
+            at: At::Fresh,
+            dups,
+        }
     }
-    match (checked, m) {
-        (false, _) => Outcome::Unchecked,
-        (true, Move::Set(_)) => Outcome::Found(r.map(|(_, v)| v)),
-        (true, _) => Outcome::Entry(r),
+
+    /// Whether the engines define `m` alike here.
+    fn checked(&self, m: &Move) -> bool {
+        match self.at {
+            At::On => true,
+            At::Lost => !m.relative(),
+            // From a cursor never positioned LMDB's NEXT_DUP and PREV_DUP go
+            // to the first and last pair; Sarsen's find nothing.
+            At::Fresh => !matches!(m, Move::NextDup | Move::PrevDup),
+            // Without DUPSORT, all moves are the same in both. With it,
+            // LMDB's PREV_DUP goes to the last pair, Sarsen's finds nothing;
+            // and LMDB cannot run the forward moves (`lmdb_skips`).
+            At::PastEnd => {
+                !self.dups
+                    || !m.relative()
+                    || matches!(m, Move::Prev | Move::PrevNoDup | Move::Current)
+            }
+        }
+    }
+
+    /// Whether LMDB must not run `m`: after a missed `SET*` or `GET_BOTH*`
+    /// its cursor may stand past the last node of a leaf, where a DUPSORT
+    /// `NEXT`, `NEXT_DUP`, `FIRST_DUP` or count reads a node that is not
+    /// there.
+    fn lmdb_skips(&self, m: &Move) -> bool {
+        self.dups && !self.checked(m) && matches!(self.at, At::Lost | At::PastEnd)
+    }
+
+    /// The outcome of `m`, which gave `r`, and the cursor's new state.
+    fn outcome(&mut self, m: &Move, r: Got) -> Outcome {
+        if !self.checked(m) {
+            self.at = At::Lost;
+            return Outcome::Unchecked;
+        }
+        let r = match r {
+            Got::Count(n) => return Outcome::Count(n),
+            Got::Pair(r) => r,
+        };
+        let found = r.is_some();
+        self.at = match m {
+            // No move, or one that stays where it was when it finds nothing
+            // (on a pair, both; unpositioned, both).
+            Move::Current | Move::Count | Move::NextDup | Move::PrevDup => self.at,
+            Move::FirstDup | Move::LastDup | Move::Multiple => self.at,
+            _ if found => At::On,
+            // An empty database.
+            Move::First | Move::Last => At::Fresh,
+            Move::SetRange(_) => At::PastEnd,
+            // After a failed step or a missed SET the engines stand apart.
+            _ => At::Lost,
+        };
+        match m {
+            Move::Set(_) => Outcome::Found(r.map(|(_, v)| v)),
+            _ => Outcome::Entry(r),
+        }
     }
 }
 
@@ -362,10 +486,9 @@ impl Run<'_, Database> {
     /// Opens every database again (checking its recorded order).
     fn s_reopen(&mut self, env: &Env) -> sarsen::Result<Outcome> {
         let mut t = env.write_txn()?;
-        for (i, DbSpec(name, order)) in self.case.dbs.iter().enumerate() {
-            let opts = DbOptions::new().key_order(order.sarsen());
+        for (i, spec) in self.case.dbs.iter().enumerate() {
             self.dbs[i] = t
-                .open_db_with(name.as_deref(), &opts)?
+                .open_db_with(spec.0.as_deref(), &spec.sarsen())?
                 .ok_or(Error::BadTxn)?;
         }
         t.commit().map(|()| Outcome::Ok)
@@ -393,13 +516,10 @@ impl Run<'_, Database> {
                     r.map(|()| Outcome::Ok)
                 }
                 Instr::CreateDb(i) => {
-                    let DbSpec(name, order) = &self.case.dbs[*i];
-                    let r = match order {
-                        Order::Bytewise => t.create_db(name.as_deref()),
-                        o => t.create_db_with(
-                            name.as_deref(),
-                            &DbOptions::new().key_order(o.sarsen()),
-                        ),
+                    let spec = &self.case.dbs[*i];
+                    let r = match spec {
+                        DbSpec(name, Order::Bytewise, None) => t.create_db(name.as_deref()),
+                        DbSpec(name, ..) => t.create_db_with(name.as_deref(), &spec.sarsen()),
                     };
                     r.map(|h| self.dbs.push(h)).map(|()| Outcome::Ok)
                 }
@@ -413,7 +533,14 @@ impl Run<'_, Database> {
                 },
                 Instr::Del(i, k) => t.delete(db(i), k).map(Outcome::Deleted),
                 Instr::Clear(i) => t.clear_db(db(i)).map(|()| Outcome::Ok),
-                // DUPSORT writes go here (and in `l_write`).
+                Instr::PutNoDupData(i, k, v) => {
+                    t.put_no_dup_data(db(i), k, &v.bytes()).map(Outcome::Added)
+                }
+                Instr::AppendDup(i, k, v) => match t.append_dup(db(i), k, &v.bytes()) {
+                    Err(Error::KeyNotGreater) => Ok(Outcome::Refused),
+                    r => r.map(|()| Outcome::Ok),
+                },
+                Instr::DelData(i, k, v) => t.delete_dup(db(i), k, &v.bytes()).map(Outcome::Deleted),
                 _ => {
                     self.s_read(&*t)?;
                     continue;
@@ -439,7 +566,7 @@ impl Run<'_, Database> {
     fn s_cursor<V: View>(&mut self, v: &V, db: usize) -> Flow {
         let mut c = v.v_cursor(self.dbs[db]).map_err(|e| self.fail(e))?;
         self.emit(Outcome::Ok);
-        let mut lost = false;
+        let mut pos = Pos::new(self.case.dbs[db].2.is_some());
         loop {
             let m = match self.at() {
                 Some(Instr::Move(m)) => m,
@@ -449,38 +576,97 @@ impl Run<'_, Database> {
                 }
                 _ => return Err(self.unexpected("in a cursor session")),
             };
-            let r = match m {
-                Move::First => c.first(),
-                Move::Last => c.last(),
-                Move::Next => c.next(),
-                Move::Prev => c.prev(),
-                Move::Current => c.current(),
-                Move::SetRange(k) => c.seek(k),
-                Move::Set(k) | Move::SetKey(k) => c.seek_exact(k).map(|v| v.map(|v| (&k[..], v))),
-            };
-            let r = r.map_err(|e| self.fail(e))?;
-            let o = move_outcome(&mut lost, m, r.map(owned));
+            // Sarsen runs even what LMDB skips (`Pos::lmdb_skips`).
+            let r = s_move(&mut c, m).map_err(|e| self.fail(e))?;
+            let o = pos.outcome(m, r);
             self.emit(o);
         }
     }
 
     fn s_snapshot<V: View>(&self, v: &V) -> sarsen::Result<Outcome> {
         let mut snaps = Vec::new();
-        for &db in &self.dbs {
+        for (i, &db) in self.dbs.iter().enumerate() {
             let entries = v.v_stat(db)?.entries;
             let fwd = v
                 .v_iter(db)?
                 .map(|e| e.map(owned))
                 .collect::<sarsen::Result<_>>()?;
-            let rev = v
+            let bwd = v
                 .v_iter(db)?
                 .rev()
                 .map(|e| e.map(owned))
                 .collect::<sarsen::Result<_>>()?;
-            snaps.push((entries, fwd, rev));
+            let (mut keys_fwd, mut keys_bwd) = (Vec::new(), Vec::new());
+            if self.case.dbs[i].2.is_some() {
+                let mut c = v.v_cursor(db)?;
+                let mut e = c.first()?;
+                while let Some((k, _)) = e {
+                    keys_fwd.push((B(k.to_vec()), c.dup_count()?));
+                    e = c.next_nodup()?;
+                }
+                let mut e = c.last()?;
+                while let Some((k, _)) = e {
+                    keys_bwd.push((B(k.to_vec()), c.dup_count()?));
+                    e = c.prev_nodup()?;
+                }
+            }
+            snaps.push(DbSnap {
+                entries,
+                fwd,
+                bwd,
+                keys_fwd,
+                keys_bwd,
+            });
         }
         Ok(Outcome::Snapshot(snaps))
     }
+}
+
+/// Runs `m` on a Sarsen cursor; an error as text (Sarsen's, or the
+/// harness's on a malformed batch).
+fn s_move(c: &mut Cursor<'_>, m: &Move) -> Result<Got, String> {
+    let pair = |r: sarsen::Result<Option<(&[u8], &[u8])>>| {
+        r.map(|e| Got::Pair(e.map(owned)))
+            .map_err(|e| e.to_string())
+    };
+    match m {
+        Move::First => pair(c.first()),
+        Move::Last => pair(c.last()),
+        Move::Next => pair(c.next()),
+        Move::Prev => pair(c.prev()),
+        Move::Current => pair(c.current()),
+        Move::SetRange(k) => pair(c.seek(k)),
+        Move::Set(k) | Move::SetKey(k) => pair(c.seek_exact(k).map(|v| v.map(|v| (&k[..], v)))),
+        Move::GetBoth(k, v) => pair(c.seek_both(k, &v.bytes())),
+        Move::GetBothRange(k, v) => pair(c.seek_both_range(k, &v.bytes())),
+        Move::NextDup => pair(c.next_dup()),
+        Move::PrevDup => pair(c.prev_dup()),
+        Move::FirstDup => pair(c.first_dup()),
+        Move::LastDup => pair(c.last_dup()),
+        Move::NextNoDup => pair(c.next_nodup()),
+        Move::PrevNoDup => pair(c.prev_nodup()),
+        Move::Count => c.dup_count().map(Got::Count).map_err(|e| e.to_string()),
+        Move::Multiple => s_multiple(c).map_err(|e| e.to_string()),
+    }
+}
+
+/// `Move::Multiple` on a Sarsen cursor.
+fn s_multiple(c: &mut Cursor<'_>) -> Result<Got, Box<dyn std::error::Error>> {
+    let Some((k, first)) = c.first_dup()? else {
+        return Ok(Got::Pair(None));
+    };
+    let (k, size) = (B(k.to_vec()), first.len());
+    let mut all = Vec::new();
+    let mut batch = c.get_multiple()?.map(|(bk, b)| (bk == &k[..], b.to_vec()));
+    while let Some((same_key, b)) = batch {
+        if !same_key || b.is_empty() || b.len() % size != 0 {
+            let n = b.len();
+            Err(format!("harness: a batch of {n} bytes, values of {size}"))?;
+        }
+        all.extend_from_slice(&b);
+        batch = c.next_multiple()?.map(|(bk, b)| (bk == &k[..], b.to_vec()));
+    }
+    Ok(Got::Pair(Some((k, B(all)))))
 }
 
 // --- LMDB -----------------------------------------------------------------
@@ -550,8 +736,8 @@ impl Run<'_, lmdb::Dbi> {
 
     fn l_reopen(&mut self, env: &lmdb::Env) -> lmdb::Res<Outcome> {
         let mut t = env.begin(false)?;
-        for (i, DbSpec(name, order)) in self.case.dbs.iter().enumerate() {
-            self.dbs[i] = t.open_db(name.as_deref(), order.lmdb_flags())?;
+        for (i, spec) in self.case.dbs.iter().enumerate() {
+            self.dbs[i] = t.open_db(spec.0.as_deref(), spec.lmdb_flags())?;
         }
         t.commit().map(|()| Outcome::Ok)
     }
@@ -576,8 +762,8 @@ impl Run<'_, lmdb::Dbi> {
                     r.map(|()| Outcome::Ok)
                 }
                 Instr::CreateDb(i) => {
-                    let DbSpec(name, order) = &self.case.dbs[*i];
-                    let r = t.open_db(name.as_deref(), order.lmdb_flags() | lmdb::MDB_CREATE);
+                    let spec = &self.case.dbs[*i];
+                    let r = t.open_db(spec.0.as_deref(), spec.lmdb_flags() | lmdb::MDB_CREATE);
                     r.map(|h| self.dbs.push(h)).map(|()| Outcome::Ok)
                 }
                 Instr::Put(i, k, v) => t.put(db(i), k, &v.bytes(), 0).map(|()| Outcome::Ok),
@@ -590,7 +776,19 @@ impl Run<'_, lmdb::Dbi> {
                 },
                 Instr::Del(i, k) => t.del(db(i), k).map(Outcome::Deleted),
                 Instr::Clear(i) => t.clear(db(i)).map(|()| Outcome::Ok),
-                // DUPSORT writes go here (and in `s_write`).
+                Instr::PutNoDupData(i, k, v) => t
+                    .put_unless_exists(db(i), k, &v.bytes(), lmdb::MDB_NODUPDATA)
+                    .map(Outcome::Added),
+                // Sarsen appends after the database's last pair only; LMDB
+                // takes any key (see the module doc).
+                Instr::AppendDup(i, k, v) => match t.below_last(db(i), k) {
+                    Ok(true) => Ok(Outcome::Refused),
+                    Ok(false) => t
+                        .put_unless_exists(db(i), k, &v.bytes(), lmdb::MDB_APPENDDUP)
+                        .map(|added| if added { Outcome::Ok } else { Outcome::Refused }),
+                    Err(e) => Err(e),
+                },
+                Instr::DelData(i, k, v) => t.del_data(db(i), k, &v.bytes()).map(Outcome::Deleted),
                 _ => {
                     self.l_read(t)?;
                     continue;
@@ -611,11 +809,9 @@ impl Run<'_, lmdb::Dbi> {
     }
 
     fn l_cursor(&mut self, t: &lmdb::Txn<'_>, db: usize) -> Flow {
-        use lmdb::{Code, MDB_FIRST, MDB_GET_CURRENT, MDB_LAST, MDB_NEXT, MDB_PREV};
-        use lmdb::{MDB_SET, MDB_SET_KEY, MDB_SET_RANGE};
         let mut c = t.cursor(self.dbs[db]).map_err(|e| self.fail(e))?;
         self.emit(Outcome::Ok);
-        let mut lost = false;
+        let mut pos = Pos::new(self.case.dbs[db].2.is_some());
         loop {
             let m = match self.at() {
                 Some(Instr::Move(m)) => m,
@@ -625,43 +821,135 @@ impl Run<'_, lmdb::Dbi> {
                 }
                 _ => return Err(self.unexpected("in a cursor session")),
             };
-            let (op, key) = match m {
-                Move::First => (MDB_FIRST, None),
-                Move::Last => (MDB_LAST, None),
-                Move::Next => (MDB_NEXT, None),
-                Move::Prev => (MDB_PREV, None),
-                Move::Current => (MDB_GET_CURRENT, None),
-                Move::SetRange(k) => (MDB_SET_RANGE, Some(&k[..])),
-                Move::Set(k) => (MDB_SET, Some(&k[..])),
-                Move::SetKey(k) => (MDB_SET_KEY, Some(&k[..])),
+            // Not run, so unchecked (`lmdb_skips` implies it).
+            let r = if pos.lmdb_skips(m) {
+                Got::Pair(None)
+            } else {
+                l_move(&mut c, m).map_err(|e| self.fail(e))?
             };
-            let r = match c.get(op, key) {
-                // Never positioned: LMDB says EINVAL, Sarsen "no entry".
-                Err(Code(libc::EINVAL)) if op == MDB_GET_CURRENT => None,
-                r => r.map_err(|e| self.fail(e))?,
-            };
-            let o = move_outcome(&mut lost, m, r.map(|(k, v)| (B(k), B(v))));
+            let o = pos.outcome(m, r);
             self.emit(o);
         }
     }
 
     fn l_snapshot(&self, t: &lmdb::Txn<'_>) -> lmdb::Res<Outcome> {
+        use lmdb::{MDB_FIRST, MDB_LAST, MDB_NEXT, MDB_NEXT_NODUP, MDB_PREV, MDB_PREV_NODUP};
         let mut snaps = Vec::new();
-        for &dbi in &self.dbs {
+        for (i, &dbi) in self.dbs.iter().enumerate() {
             let scan = |first: u32, step: u32| -> lmdb::Res<Scan> {
                 let (mut c, mut v) = (t.cursor(dbi)?, Vec::new());
-                let mut e = c.get(first, None)?;
+                let mut e = c.get(first, None, None)?;
                 while let Some((k, d)) = e {
                     v.push((B(k), B(d)));
-                    e = c.get(step, None)?;
+                    e = c.get(step, None, None)?;
                 }
                 Ok(v)
             };
-            let fwd = scan(lmdb::MDB_FIRST, lmdb::MDB_NEXT)?;
-            snaps.push((t.entries(dbi)?, fwd, scan(lmdb::MDB_LAST, lmdb::MDB_PREV)?));
+            let keys = |first: u32, step: u32| -> lmdb::Res<Vec<(B, u64)>> {
+                let (mut c, mut v) = (t.cursor(dbi)?, Vec::new());
+                let mut e = c.get(first, None, None)?;
+                while let Some((k, _)) = e {
+                    v.push((B(k), c.count()?));
+                    e = c.get(step, None, None)?;
+                }
+                Ok(v)
+            };
+            let dups = self.case.dbs[i].2.is_some();
+            snaps.push(DbSnap {
+                entries: t.entries(dbi)?,
+                fwd: scan(MDB_FIRST, MDB_NEXT)?,
+                bwd: scan(MDB_LAST, MDB_PREV)?,
+                keys_fwd: if dups {
+                    keys(MDB_FIRST, MDB_NEXT_NODUP)?
+                } else {
+                    Vec::new()
+                },
+                keys_bwd: if dups {
+                    keys(MDB_LAST, MDB_PREV_NODUP)?
+                } else {
+                    Vec::new()
+                },
+            });
         }
         Ok(Outcome::Snapshot(snaps))
     }
+}
+
+/// Runs `m` on an LMDB cursor.
+fn l_move(c: &mut lmdb::Cursor<'_>, m: &Move) -> lmdb::Res<Got> {
+    use lmdb::{Code, MDB_FIRST, MDB_FIRST_DUP, MDB_GET_BOTH, MDB_GET_BOTH_RANGE};
+    use lmdb::{MDB_GET_CURRENT, MDB_LAST, MDB_LAST_DUP, MDB_NEXT, MDB_NEXT_DUP};
+    use lmdb::{MDB_NEXT_NODUP, MDB_PREV, MDB_PREV_DUP, MDB_PREV_NODUP};
+    use lmdb::{MDB_SET, MDB_SET_KEY, MDB_SET_RANGE};
+    let (op, key, data) = match m {
+        Move::First => (MDB_FIRST, None, None),
+        Move::Last => (MDB_LAST, None, None),
+        Move::Next => (MDB_NEXT, None, None),
+        Move::Prev => (MDB_PREV, None, None),
+        Move::Current => (MDB_GET_CURRENT, None, None),
+        Move::SetRange(k) => (MDB_SET_RANGE, Some(&k[..]), None),
+        Move::Set(k) => (MDB_SET, Some(&k[..]), None),
+        Move::SetKey(k) => (MDB_SET_KEY, Some(&k[..]), None),
+        Move::GetBoth(k, v) => (MDB_GET_BOTH, Some(&k[..]), Some(v.bytes())),
+        Move::GetBothRange(k, v) => (MDB_GET_BOTH_RANGE, Some(&k[..]), Some(v.bytes())),
+        Move::NextDup => (MDB_NEXT_DUP, None, None),
+        Move::PrevDup => (MDB_PREV_DUP, None, None),
+        Move::FirstDup => (MDB_FIRST_DUP, None, None),
+        Move::LastDup => (MDB_LAST_DUP, None, None),
+        Move::NextNoDup => (MDB_NEXT_NODUP, None, None),
+        Move::PrevNoDup => (MDB_PREV_NODUP, None, None),
+        // Never positioned: LMDB says EINVAL, Sarsen 0.
+        Move::Count => {
+            return match c.count() {
+                Err(Code(libc::EINVAL)) => Ok(Got::Count(0)),
+                r => r.map(Got::Count),
+            }
+        }
+        Move::Multiple => return l_multiple(c),
+    };
+    let dup_end = matches!(op, MDB_FIRST_DUP | MDB_LAST_DUP);
+    Ok(Got::Pair(
+        match c.get(op, key, data.as_deref()) {
+            // Never positioned: LMDB says EINVAL, Sarsen "no entry".
+            Err(Code(libc::EINVAL)) if dup_end || op == MDB_GET_CURRENT => None,
+            // FIRST_DUP and LAST_DUP give no key (LMDB sets it only for a key
+            // with one value): take the one the cursor stands on.
+            Ok(Some(_)) if dup_end => c.get(MDB_GET_CURRENT, None, None)?,
+            r => r?,
+        }
+        .map(|(k, v)| (B(k), B(v))),
+    ))
+}
+
+/// `Move::Multiple` on an LMDB cursor. A key with one value may have no
+/// sub-page, and then GET_MULTIPLE returns no data (or a page of the key
+/// the cursor stood on before): its one value stands for the batch (see
+/// the module doc).
+fn l_multiple(c: &mut lmdb::Cursor<'_>) -> lmdb::Res<Got> {
+    use lmdb::MDB_GET_CURRENT;
+    use lmdb::{Code, MDB_FIRST_DUP, MDB_GET_MULTIPLE, MDB_NEXT_MULTIPLE};
+    match c.get(MDB_FIRST_DUP, None, None) {
+        Err(Code(libc::EINVAL)) | Ok(None) => return Ok(Got::Pair(None)),
+        r => r?,
+    };
+    // FIRST_DUP may give no key (see `l_move`).
+    let Some((k, first)) = c.get(MDB_GET_CURRENT, None, None)? else {
+        return Err(Code(lmdb::MDB_PROBLEM));
+    };
+    if c.count()? == 1 {
+        return Ok(Got::Pair(Some((B(k), B(first)))));
+    }
+    let mut all = Vec::new();
+    let mut batch = c.get(MDB_GET_MULTIPLE, None, None)?;
+    while let Some((_, b)) = batch {
+        if b.is_empty() || b.len() % first.len() != 0 {
+            // A malformed batch: the harness's assumption is wrong.
+            return Err(Code(lmdb::MDB_PROBLEM));
+        }
+        all.extend_from_slice(&b);
+        batch = c.get(MDB_NEXT_MULTIPLE, None, None)?;
+    }
+    Ok(Got::Pair(Some((B(k), B(all)))))
 }
 
 /// A small safe wrapper over the LMDB calls the test makes. Every value LMDB
@@ -677,8 +965,12 @@ mod lmdb {
     use std::path::Path;
     use std::ptr;
 
-    pub use ffi::{MDB_APPEND, MDB_BAD_VALSIZE, MDB_CREATE, MDB_FIRST, MDB_GET_CURRENT};
-    pub use ffi::{MDB_INTEGERKEY, MDB_KEYEXIST, MDB_LAST, MDB_NEXT, MDB_PREV, MDB_REVERSEKEY};
+    pub use ffi::{MDB_APPEND, MDB_APPENDDUP, MDB_BAD_VALSIZE, MDB_CREATE, MDB_PROBLEM};
+    pub use ffi::{MDB_DUPFIXED, MDB_DUPSORT, MDB_INTEGERDUP, MDB_NODUPDATA, MDB_REVERSEDUP};
+    pub use ffi::{MDB_FIRST, MDB_FIRST_DUP, MDB_GET_BOTH, MDB_GET_BOTH_RANGE, MDB_GET_CURRENT};
+    pub use ffi::{MDB_GET_MULTIPLE, MDB_LAST, MDB_LAST_DUP, MDB_NEXT, MDB_NEXT_DUP};
+    pub use ffi::{MDB_INTEGERKEY, MDB_KEYEXIST, MDB_PREV, MDB_PREV_DUP, MDB_REVERSEKEY};
+    pub use ffi::{MDB_NEXT_MULTIPLE, MDB_NEXT_NODUP, MDB_PREV_NODUP};
     pub use ffi::{MDB_SET, MDB_SET_KEY, MDB_SET_RANGE};
     use lmdb_master_sys as ffi;
 
@@ -852,8 +1144,45 @@ mod lmdb {
             }
         }
 
-        // DUPSORT: `del_data` (mdb_del with a data argument) goes here, and the
-        // flags MDB_NODUPDATA and MDB_APPENDDUP to `put`.
+        /// `mdb_put` with `flags` (`MDB_NODUPDATA`, `MDB_APPENDDUP`): `false`
+        /// on `MDB_KEYEXIST`.
+        pub fn put_unless_exists(
+            &mut self,
+            dbi: Dbi,
+            key: &[u8],
+            data: &[u8],
+            flags: u32,
+        ) -> Res<bool> {
+            let (mut k, mut d) = (val(key), val(data));
+            // SAFETY: as in `put`.
+            match unsafe { ffi::mdb_put(self.0, dbi, &mut k, &mut d, flags) } {
+                ffi::MDB_SUCCESS => Ok(true),
+                ffi::MDB_KEYEXIST => Ok(false),
+                rc => Err(Code(rc)),
+            }
+        }
+
+        /// `mdb_del` with data: whether the pair was there.
+        pub fn del_data(&mut self, dbi: Dbi, key: &[u8], data: &[u8]) -> Res<bool> {
+            let (mut k, mut d) = (val(key), val(data));
+            // SAFETY: as in `put`.
+            match unsafe { ffi::mdb_del(self.0, dbi, &mut k, &mut d) } {
+                ffi::MDB_SUCCESS => Ok(true),
+                ffi::MDB_NOTFOUND => Ok(false),
+                rc => Err(Code(rc)),
+            }
+        }
+
+        /// Whether `key` sorts below the database's last key (`mdb_cmp`).
+        pub fn below_last(&self, dbi: Dbi, key: &[u8]) -> Res<bool> {
+            let Some((last, _)) = self.cursor(dbi)?.get(ffi::MDB_LAST, None, None)? else {
+                return Ok(false);
+            };
+            let (a, b) = (val(key), val(&last));
+            // SAFETY: the transaction is live, `dbi` open, both point to live
+            // slices.
+            Ok(unsafe { ffi::mdb_cmp(self.0, dbi, &a, &b) } < 0)
+        }
 
         /// `mdb_drop(.., 0)`: empties the database, keeps the handle.
         pub fn clear(&mut self, dbi: Dbi) -> Res<()> {
@@ -903,22 +1232,36 @@ mod lmdb {
     /// A cursor; closed on drop, before its transaction ends.
     pub struct Cursor<'t>(*mut ffi::MDB_cursor, PhantomData<&'t ()>);
 
-    // DUPSORT: `count` (mdb_cursor_count) goes here; the DUPSORT moves use `get`
-    // (GET_MULTIPLE and NEXT_MULTIPLE return a data array of fixed-size items).
     impl Cursor<'_> {
-        /// `mdb_cursor_get` with `op` and (for the SET ops) `key`; `None` on
-        /// `MDB_NOTFOUND`.
-        pub fn get(&mut self, op: u32, key: Option<&[u8]>) -> Res<Option<(Vec<u8>, Vec<u8>)>> {
-            let (mut k, mut d) = (val(key.unwrap_or(&[])), val(&[]));
+        /// `mdb_cursor_get` with `op`, (for the SET ops) `key` and (for the
+        /// GET_BOTH ops) `data`; `None` on `MDB_NOTFOUND`. GET_MULTIPLE and
+        /// NEXT_MULTIPLE return the batch (values back to back) as the data.
+        pub fn get(
+            &mut self,
+            op: u32,
+            key: Option<&[u8]>,
+            data: Option<&[u8]>,
+        ) -> Res<Option<(Vec<u8>, Vec<u8>)>> {
+            let (mut k, mut d) = (val(key.unwrap_or(&[])), val(data.unwrap_or(&[])));
             // SAFETY: the cursor is open in a live transaction that cannot
-            // change meanwhile (it is borrowed); `k` points to a live slice.
+            // change meanwhile (it is borrowed); `k` and `d` point to live
+            // slices.
             match unsafe { ffi::mdb_cursor_get(self.0, &mut k, &mut d, op) } {
-                // SAFETY: both come from the successful call just made (`k` may
-                // still be our own slice, for MDB_SET).
+                // SAFETY: both come from the successful call just made (or are
+                // still our own slices, as `k` for MDB_SET).
                 ffi::MDB_SUCCESS => Ok(Some(unsafe { (copy(&k), copy(&d)) })),
                 ffi::MDB_NOTFOUND => Ok(None),
                 rc => Err(Code(rc)),
             }
+        }
+
+        /// `mdb_cursor_count`.
+        pub fn count(&self) -> Res<u64> {
+            let mut n = 0;
+            // SAFETY: the cursor is open in a live transaction; the out
+            // pointer is valid.
+            check(unsafe { ffi::mdb_cursor_count(self.0, &mut n) })?;
+            Ok(n as u64)
         }
     }
 
@@ -933,14 +1276,6 @@ mod lmdb {
 
 // ---------------------------------------------------------------------------
 // Tests
-
-/// splitmix64, for spreading case numbers into seeds.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 fn seeds() -> Vec<u64> {
     let var = |v: &str| std::env::var(v).ok().map(|s| s.trim().parse().expect(v));
@@ -975,7 +1310,7 @@ fn sarsen_matches_lmdb() {
 /// reverse must be caught.
 #[test]
 fn harness_catches_a_wrong_order() {
-    let dbs = vec![DbSpec(Some("db0".into()), Order::Reverse)];
+    let dbs = vec![DbSpec(Some("db0".into()), Order::Reverse, None)];
     let case = gen_program(7, SmallRng::seed_from_u64(7), 4096, false, dbs);
     let mut wrong = case.clone();
     wrong.dbs[0].1 = Order::Bytewise;
@@ -1017,7 +1352,7 @@ fn documented_differences() {
     };
     {
         let (mut lc, mut sc) = (lt.cursor(dbi).unwrap(), st.cursor(db).unwrap());
-        let mut l = |op, key: Option<&[u8]>| lc.get(op, key).unwrap();
+        let mut l = |op, key: Option<&[u8]>| lc.get(op, key, None).unwrap();
         // Past the last entry: LMDB stays on it, Sarsen stands past it.
         assert_eq!((l(MDB_LAST, None), s(sc.last())), (e(b"c"), e(b"c")));
         assert_eq!((l(MDB_NEXT, None), s(sc.next())), (None, None));
@@ -1040,11 +1375,82 @@ fn documented_differences() {
     {
         // A cursor never positioned: EINVAL vs None.
         let mut lc = lt.cursor(dbi).unwrap();
-        assert_eq!(lc.get(MDB_GET_CURRENT, None), Err(Code(libc::EINVAL)));
+        assert_eq!(lc.get(MDB_GET_CURRENT, None, None), Err(Code(libc::EINVAL)));
         assert_eq!(s(st.cursor(db).unwrap().current()), None);
     }
     // Empty keys: LMDB refuses them, Sarsen's bytewise order takes them.
     assert_eq!(lt.put(dbi, b"", b"v", 0), Err(Code(MDB_BAD_VALSIZE)));
     st.put(db, b"", b"v").unwrap();
     assert_eq!(st.get(db, b"").unwrap(), Some(&b"v"[..]));
+}
+
+/// What the default cases exercise (run with `--ignored --nocapture`): per
+/// kind of instruction and outcome, how often; the most values a key held;
+/// how often a key's values went from a list that fits inline in Sarsen's
+/// node to more than fit (so a sub-tree) and back, from one `Check` to a
+/// later one.
+#[test]
+#[ignore]
+fn coverage() {
+    use std::collections::BTreeMap;
+    let mut n: BTreeMap<String, u64> = BTreeMap::new();
+    let mut add = |k: String| *n.entry(k).or_default() += 1;
+    let (mut most, mut to_tree, mut to_list) = (0, 0, 0);
+    for seed in seeds() {
+        let case = gen_case(seed);
+        let node_max = (case.page_size as usize - 20) / 2;
+        let out = run_lmdb(&case);
+        let dups = case.dbs.iter().filter(|d| d.2.is_some()).count();
+        add(format!("case with {dups} DUPSORT dbs"));
+        // Per database and key: whether its values were last seen inline.
+        let mut inline: BTreeMap<(usize, B), bool> = BTreeMap::new();
+        for (ins, o) in case.prog.iter().zip(&out) {
+            let ins = match ins {
+                Instr::Move(m) => format!("{m:?}"),
+                i => format!("{i:?}"),
+            };
+            let name = ins.split('(').next().unwrap_or("").to_string();
+            let o = match o {
+                Outcome::Snapshot(s) => {
+                    for (db, d) in s.iter().enumerate() {
+                        let Some(dups) = case.dbs[db].2 else { continue };
+                        most = d.keys_fwd.iter().map(|k| k.1).max().unwrap_or(0).max(most);
+                        let mut size: BTreeMap<&B, usize> = BTreeMap::new();
+                        for (k, v) in &d.fwd {
+                            let per = if dups.fixed { 0 } else { 2 };
+                            *size.entry(k).or_insert(10 + k.len() + 2) += v.len() + per;
+                        }
+                        for (k, len) in size {
+                            let fits = len <= node_max;
+                            let small = len <= node_max / 2;
+                            match inline.insert((db, k.clone()), fits) {
+                                Some(true) if !fits => to_tree += 1,
+                                Some(false) if small => to_list += 1,
+                                _ => {}
+                            }
+                        }
+                    }
+                    "Snapshot".into()
+                }
+                Outcome::Entry(e) => format!("Entry({})", e.is_some()),
+                Outcome::Found(e) => format!("Found({})", e.is_some()),
+                Outcome::Error(e) => e.clone(),
+                o => format!("{o:?}"),
+            };
+            let o = o.split('(').next().unwrap_or("").to_string()
+                + if o.contains("true") {
+                    "+"
+                } else if o.contains("false") {
+                    "-"
+                } else {
+                    ""
+                };
+            add(format!("{name:>16} {o}"));
+        }
+    }
+    for (k, v) in n {
+        println!("{v:8} {k}");
+    }
+    println!("most values of one key: {most}");
+    println!("keys from inline to a sub-tree: {to_tree}, back to a small list: {to_list}");
 }

@@ -1,15 +1,22 @@
-//! Cases (the databases, their key orders, Sarsen's settings) and their random
-//! programs: keys from per-database pools (so operations hit), append
-//! sequences above them, values from empty to several overflow pages, write
-//! transactions with nested children, read transactions, pinned snapshots,
-//! cursor sessions.
+//! Cases (the databases, their key orders and duplicate modes, Sarsen's
+//! settings) and their random programs: keys from per-database pools (so
+//! operations hit), append sequences above them, values from empty to several
+//! overflow pages, write transactions with nested children, read
+//! transactions, pinned snapshots, cursor sessions. DUPSORT databases get
+//! small key spaces and per-key value spaces (hundreds of values for hot
+//! keys), bursts of puts into one key and sweeps deleting most of its values,
+//! so that Sarsen's values move between a key's inline list and a sub-tree
+//! and back.
 
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Deref;
 
 use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use sarsen::KeyOrder;
+use sarsen::{DbOptions, KeyOrder};
 
 use super::{lmdb, Instr, Move, LMDB_MAX_KEY};
 
@@ -43,14 +50,70 @@ impl Order {
     }
 }
 
-/// One database of a case: the main one (name `None`) or a named one.
-// DUPSORT: a third field, the duplicate mode (MDB_DUPSORT with MDB_DUPFIXED,
-// MDB_INTEGERDUP, MDB_REVERSEDUP), goes here, with its flags beside `lmdb_flags`.
+/// The duplicate mode of a DUPSORT database: the order of a key's values
+/// (`MDB_DUPSORT`; `MDB_REVERSEDUP`; `MDB_INTEGERDUP` with 4- or 8-byte
+/// native values) and whether all values of a key have one size
+/// (`MDB_DUPFIXED`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Dups {
+    pub(super) order: Order,
+    pub(super) fixed: bool,
+}
+
+impl Dups {
+    /// `a` against `b` in the order of values.
+    fn cmp(self, a: &[u8], b: &[u8]) -> Ordering {
+        let int = |x: &[u8]| {
+            let mut w = [0u8; 8];
+            w[..x.len()].copy_from_slice(x);
+            u64::from_ne_bytes(w)
+        };
+        match self.order {
+            Order::Bytewise => a.cmp(b),
+            Order::Reverse => a.iter().rev().cmp(b.iter().rev()),
+            Order::U32 | Order::U64 if cfg!(target_endian = "little") => int(a).cmp(&int(b)),
+            Order::U32 | Order::U64 => a.cmp(b),
+        }
+    }
+}
+
+/// One database of a case: the main one (name `None`) or a named one, its
+/// key order and its duplicate mode (`None`: unique keys).
 #[derive(Clone, Debug)]
-pub(super) struct DbSpec(pub(super) Option<String>, pub(super) Order);
+pub(super) struct DbSpec(
+    pub(super) Option<String>,
+    pub(super) Order,
+    pub(super) Option<Dups>,
+);
+
+impl DbSpec {
+    /// `mdb_dbi_open`'s flags (without `MDB_CREATE`).
+    pub(super) fn lmdb_flags(&self) -> u32 {
+        let Some(d) = self.2 else {
+            return self.1.lmdb_flags();
+        };
+        let fixed = if d.fixed { lmdb::MDB_DUPFIXED } else { 0 };
+        let order = match d.order {
+            Order::Bytewise => 0,
+            Order::Reverse => lmdb::MDB_REVERSEDUP,
+            Order::U32 | Order::U64 => lmdb::MDB_INTEGERDUP,
+        };
+        self.1.lmdb_flags() | lmdb::MDB_DUPSORT | fixed | order
+    }
+
+    /// Sarsen's options for the same database.
+    pub(super) fn sarsen(&self) -> DbOptions {
+        let o = DbOptions::new().key_order(self.1.sarsen());
+        match self.2 {
+            None => o,
+            Some(d) if d.fixed => o.dup_sort(d.order.sarsen()).dup_fixed(),
+            Some(d) => o.dup_sort(d.order.sarsen()),
+        }
+    }
+}
 
 /// A byte string (key or value) that prints as short hex.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct B(pub(super) Vec<u8>);
 
 impl Deref for B {
@@ -76,21 +139,49 @@ impl fmt::Debug for B {
     }
 }
 
-/// A value, kept as its length and a pattern seed so listings stay short.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) struct Val(u32, u8);
+/// A value: a length and a pattern seed (so listings stay short), or the
+/// bytes themselves (a DUPSORT database's values, which must sort and hit).
+#[derive(Clone, PartialEq, Eq)]
+pub(super) enum Val {
+    Pat(u32, u8),
+    Raw(B),
+}
 
 impl Val {
-    pub(super) fn bytes(self) -> Vec<u8> {
-        let f = |i: u32| (i.wrapping_mul(0x9E37_79B1) >> 24) as u8 ^ self.1;
-        (0..self.0).map(f).collect()
+    pub(super) fn bytes(&self) -> Vec<u8> {
+        match self {
+            Val::Pat(len, seed) => {
+                let f = |i: u32| (i.wrapping_mul(0x9E37_79B1) >> 24) as u8 ^ seed;
+                (0..*len).map(f).collect()
+            }
+            Val::Raw(b) => b.0.clone(),
+        }
     }
 }
 
 impl fmt::Debug for Val {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "v{}/{}", self.0, self.1)
+        match self {
+            Val::Pat(len, seed) => write!(f, "v{len}/{seed}"),
+            Val::Raw(b) => write!(f, "{b:?}"),
+        }
     }
+}
+
+/// splitmix64: case numbers into seeds, value indices into bytes.
+pub(super) fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// FNV-1a of a key: its value space and, under DUPFIXED, its value size.
+fn khash(k: &[u8]) -> u64 {
+    let h = k.iter().fold(0xcbf2_9ce4_8422_2325u64, |a, &x| {
+        (a ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)
+    });
+    mix(h)
 }
 
 /// A generated case: the environments' settings and the program.
@@ -119,7 +210,7 @@ const U32_EDGES: [u32; 8] = [
 struct Gen {
     rng: SmallRng,
     dbs: Vec<DbSpec>,
-    max_key: usize,
+    page_size: u32,
     /// Keys each database's operations mostly draw from, so that they hit.
     pools: Vec<Vec<B>>,
     /// Each database's last append-sequence number.
@@ -127,14 +218,48 @@ struct Gen {
     /// Whether other keys may sort above the append sequence (else most
     /// appends would be refused).
     high: bool,
+    /// Per DUPSORT database: how its keys' values are drawn.
+    vals: Vec<Option<DupVals>>,
+    /// DUPSORT: the values (as indices) the program has put into each key
+    /// and not deleted since, ignoring aborts: so that deletes and
+    /// `GET_BOTH` hit more often than at random.
+    put: BTreeMap<(usize, B), BTreeSet<u32>>,
     prog: Vec<Instr>,
+}
+
+/// The values of a DUPSORT database's keys: value `i` of a key is a fixed
+/// function of the key and `i`, so that puts, deletes and `GET_BOTH` hit.
+struct DupVals {
+    /// How many values a hot key draws from (a third of the keys are hot;
+    /// the others draw from a few).
+    span: u32,
+    /// DUPFIXED (not integer): the value sizes, one per key by its hash.
+    sizes: Vec<usize>,
+}
+
+/// Sarsen's largest node plus its slot (`Layout::node_max`).
+fn node_max(page_size: u32) -> usize {
+    (page_size as usize - 20) / 2
 }
 
 /// The longest key the case uses: LMDB's limit, or Sarsen's at small pages
 /// (`Env::max_key_size`: about half a page less headers; 480 at 1 KiB,
 /// asserted at open).
 pub(super) fn max_key_for(page_size: u32) -> usize {
-    LMDB_MAX_KEY.min((page_size as usize - 20) / 2 - 22)
+    LMDB_MAX_KEY.min(node_max(page_size) - 22)
+}
+
+/// The longest key of a DUPSORT database in the programs (Sarsen's limit,
+/// `node_max - 74`, is 428 at 1 KiB).
+fn max_dup_key(page_size: u32) -> usize {
+    400.min(node_max(page_size) - 74)
+}
+
+/// The longest value of a DUPSORT database with a key of `klen` bytes:
+/// LMDB's 511 (its key limit), Sarsen's key limit, and Sarsen's rule that
+/// key and value fit inline in one node.
+fn max_dup_val(page_size: u32, klen: usize) -> usize {
+    max_key_for(page_size).min(node_max(page_size) - 10 - klen)
 }
 
 pub(super) fn gen_case(seed: u64) -> Case {
@@ -149,8 +274,19 @@ pub(super) fn gen_case(seed: u64) -> Case {
         rng.random_range(1..=4)
     };
     let name = |i| (!main_only).then(|| format!("db{i}"));
+    // Half the cases have DUPSORT databases, in any duplicate mode.
+    let dup_case = rng.random_bool(0.5);
     let dbs = (0..n)
-        .map(|i| DbSpec(name(i), Order::ALL[rng.random_range(0..4)]))
+        .map(|i| {
+            let order = Order::ALL[rng.random_range(0..4)];
+            let dups = (dup_case && (i == 0 || rng.random_bool(0.5))).then(|| {
+                let order = Order::ALL[rng.random_range(0..4)];
+                let int = matches!(order, Order::U32 | Order::U64);
+                let fixed = rng.random_bool(if int { 0.6 } else { 0.35 });
+                Dups { order, fixed }
+            });
+            DbSpec(name(i), order, dups)
+        })
         .collect();
     gen_program(seed, rng, page_size, write_map, dbs)
 }
@@ -163,20 +299,41 @@ pub(super) fn gen_program(
     dbs: Vec<DbSpec>,
 ) -> Case {
     let n = dbs.len();
-    let max_key = max_key_for(page_size);
     let (pools, append_next, prog) = (vec![Vec::new(); n], vec![0; n], vec![Instr::BeginWrite]);
     let mut g = Gen {
         rng,
         dbs,
-        max_key,
+        page_size,
         pools,
         append_next,
         high: false,
+        vals: Vec::new(),
+        put: BTreeMap::new(),
         prog,
     };
     g.high = g.rng.random_bool(0.25);
     for db in 0..n {
-        for _ in 0..[4, 30, 120, 400][g.rng.random_range(0..4)] {
+        let dups = g.dbs[db].2;
+        let vals = dups.map(|d| DupVals {
+            span: [8, 40, 300, 900][g.rng.random_range(0..4)],
+            sizes: if d.fixed {
+                let all = [1, 2, 3, 4, 7, 8, 16, 33, 100, 250, 511];
+                let k = g.rng.random_range(1..=3);
+                (0..k)
+                    .map(|_| all[g.rng.random_range(0..all.len())])
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        });
+        g.vals.push(vals);
+        // DUPSORT databases: few keys, so that keys get many values.
+        let sizes = if dups.is_some() {
+            [1, 3, 8, 40]
+        } else {
+            [4, 30, 120, 400]
+        };
+        for _ in 0..sizes[g.rng.random_range(0..4)] {
             let k = g.fresh_key(db);
             g.pools[db].push(k);
         }
@@ -227,6 +384,18 @@ impl Gen {
         self.dbs[db].1
     }
 
+    fn dups(&self, db: usize) -> Option<Dups> {
+        self.dbs[db].2
+    }
+
+    fn max_key(&self, db: usize) -> usize {
+        if self.dups(db).is_some() {
+            max_dup_key(self.page_size)
+        } else {
+            max_key_for(self.page_size)
+        }
+    }
+
     /// A key not drawn from the pool, below the append sequence unless `high`.
     fn fresh_key(&mut self, db: usize) -> B {
         let mut k = self.any_key(db);
@@ -250,7 +419,7 @@ impl Gen {
     /// long ones, or a variation of a pool key; integers near edges, small, or
     /// anywhere.
     fn any_key(&mut self, db: usize) -> Vec<u8> {
-        let order = self.order(db);
+        let (order, max_key) = (self.order(db), self.max_key(db));
         let r = &mut self.rng;
         let edge = U32_EDGES[r.random_range(0..U32_EDGES.len())];
         match order {
@@ -275,8 +444,8 @@ impl Gen {
                     let mut k = pool[r.random_range(0..pool.len())].0.clone();
                     let c = ALPHABET[r.random_range(0..8)];
                     match r.random_range(0..3) {
-                        0 if k.len() < self.max_key => k.push(c),
-                        1 if k.len() < self.max_key => k.insert(0, c),
+                        0 if k.len() < max_key => k.push(c),
+                        1 if k.len() < max_key => k.insert(0, c),
                         _ if k.len() > 1 => k.truncate(k.len() - 1),
                         _ => k.push(c),
                     }
@@ -285,7 +454,7 @@ impl Gen {
                 let len = match r.random_range(0..100) {
                     0..60 => r.random_range(1..=6),
                     60..88 => r.random_range(7..=40),
-                    _ => r.random_range(41..=self.max_key),
+                    _ => r.random_range(41..=max_key),
                 };
                 let mut byte = || {
                     if r.random_bool(0.75) {
@@ -301,7 +470,8 @@ impl Gen {
 
     /// A key for an operation: mostly from the pool.
     fn key(&mut self, db: usize) -> B {
-        if !self.pools[db].is_empty() && self.rng.random_bool(0.85) {
+        let p = if self.dups(db).is_some() { 0.95 } else { 0.85 };
+        if !self.pools[db].is_empty() && self.rng.random_bool(p) {
             return self.pools[db][self.rng.random_range(0..self.pools[db].len())].clone();
         }
         let k = self.fresh_key(db);
@@ -328,8 +498,14 @@ impl Gen {
         k
     }
 
-    /// Lengths from 0 to several overflow pages.
-    fn val(&mut self) -> Val {
+    /// A value for `key` in `db`: of the key's value space in a DUPSORT
+    /// database (often one put before), else of any length from 0 to
+    /// several overflow pages.
+    fn val(&mut self, db: usize, key: &B) -> Val {
+        if self.dups(db).is_some() {
+            let i = self.dup_idx(db, key);
+            return self.dup_val(db, key, i);
+        }
         let r = &mut self.rng;
         let len = match r.random_range(0..100) {
             0..6 => 0,
@@ -338,7 +514,96 @@ impl Gen {
             85..95 => r.random_range(601..=3000),
             _ => r.random_range(3001..=12000),
         };
-        Val(len, r.random())
+        Val::Pat(len, r.random())
+    }
+
+    /// The index of a value of `key` in the DUPSORT database `db`: one put
+    /// before (two times in five, if any), else any of its span.
+    fn dup_idx(&mut self, db: usize, key: &B) -> u32 {
+        let span = self.span(db, key);
+        let put = self.put.get(&(db, key.clone()));
+        match put {
+            Some(p) if !p.is_empty() && self.rng.random_bool(0.4) => {
+                let n = self.rng.random_range(0..p.len());
+                *p.iter().nth(n).expect("in range")
+            }
+            _ => self.rng.random_range(0..span),
+        }
+    }
+
+    /// A value for a put of `key` into `db`, noted as put if DUPSORT.
+    fn put_val(&mut self, db: usize, key: &B) -> Val {
+        if self.dups(db).is_none() {
+            return self.val(db, key);
+        }
+        let i = self.rng.random_range(0..self.span(db, key));
+        self.put.entry((db, key.clone())).or_default().insert(i);
+        self.dup_val(db, key, i)
+    }
+
+    /// How many values `key` of the DUPSORT database `db` draws from: the
+    /// database's span for a hot key (a third), a few for the others.
+    fn span(&self, db: usize, key: &[u8]) -> u32 {
+        let span = self.vals[db].as_ref().expect("DUPSORT").span;
+        let h = khash(key);
+        if h.is_multiple_of(3) {
+            span
+        } else {
+            span.min(2 + (h >> 8) as u32 % 7)
+        }
+    }
+
+    /// Value `i` of `key` in the DUPSORT database `db`. Never empty: LMDB
+    /// cannot keep an empty value beside others (see the module doc).
+    fn dup_val(&self, db: usize, key: &[u8], i: u32) -> Val {
+        let d = self.dups(db).expect("DUPSORT");
+        let vals = self.vals[db].as_ref().expect("DUPSORT");
+        let h = mix(u64::from(i) ^ ((db as u64) << 40));
+        let edge = u64::from(U32_EDGES[(h % 8) as usize]);
+        // Small, near an edge, or anywhere.
+        let int = match i % 4 {
+            0 | 1 => u64::from(i),
+            2 => edge.wrapping_add((h >> 8) % 3),
+            _ => h >> 16,
+        };
+        let bytes = match d.order {
+            Order::U32 => (int as u32).to_ne_bytes().to_vec(),
+            Order::U64 => match i % 4 {
+                2 => ((edge << 32) | ((h >> 8) % 3)).to_ne_bytes().to_vec(),
+                _ => int.to_ne_bytes().to_vec(),
+            },
+            Order::Bytewise | Order::Reverse => {
+                let max = max_dup_val(self.page_size, key.len());
+                // Fixed: the key's size. Else groups of three values share a
+                // byte stream and differ in length (prefixes of each other).
+                let (len, stream) = if d.fixed {
+                    let s = &vals.sizes;
+                    (s[(khash(key) >> 4) as usize % s.len()], h)
+                } else {
+                    let l = match mix(h) % 100 {
+                        0..45 => 1 + h % 4,
+                        45..80 => 5 + h % 12,
+                        80..95 => 17 + h % 48,
+                        _ => 65 + h % 447,
+                    };
+                    (l as usize, mix(u64::from(i / 3) ^ ((db as u64) << 40)))
+                };
+                let byte = |j: u64| {
+                    let x = mix(stream ^ j);
+                    if !x.is_multiple_of(4) {
+                        ALPHABET[(x >> 8) as usize % 8]
+                    } else {
+                        (x >> 16) as u8
+                    }
+                };
+                let mut v: Vec<u8> = (0..len.clamp(1, max) as u64).map(byte).collect();
+                if d.order == Order::Reverse {
+                    v.reverse();
+                }
+                v
+            }
+        };
+        Val::Raw(B(bytes))
     }
 
     /// `Commit` with probability `p`, else `Abort`, then a `Check`.
@@ -356,15 +621,28 @@ impl Gen {
         for _ in 0..self.rng.random_range(0..=if depth == 0 { 60 } else { 25 }) {
             let db = self.rng.random_range(0..self.dbs.len());
             let ins = match self.rng.random_range(0..100) {
-                0..30 => Instr::Put(db, self.key(db), self.val()),
-                30..38 => Instr::PutNoOverwrite(db, self.key(db), self.val()),
+                0..68 if self.dups(db).is_some() => {
+                    self.dup_write(db);
+                    continue;
+                }
+                0..30 => {
+                    let k = self.key(db);
+                    Instr::Put(db, k.clone(), self.put_val(db, &k))
+                }
+                30..38 => {
+                    let k = self.key(db);
+                    Instr::PutNoOverwrite(db, k.clone(), self.put_val(db, &k))
+                }
                 38..44 => {
                     self.append_burst(db);
                     continue;
                 }
                 44..54 => Instr::Get(db, self.key(db)),
                 54..68 => Instr::Del(db, self.key(db)),
-                68 if self.rng.random_bool(0.15) => Instr::Clear(db),
+                68 if self.rng.random_bool(0.15) => {
+                    self.put.retain(|(d, _), _| *d != db);
+                    Instr::Clear(db)
+                }
                 69..82 => {
                     self.cursor_session(db);
                     continue;
@@ -376,9 +654,121 @@ impl Gen {
                     continue;
                 }
                 87..89 => Instr::Check,
-                _ => Instr::Put(db, self.key(db), self.val()),
+                _ if self.dups(db).is_some() => {
+                    self.dup_write(db);
+                    continue;
+                }
+                _ => {
+                    let k = self.key(db);
+                    Instr::Put(db, k.clone(), self.put_val(db, &k))
+                }
             };
             self.prog.push(ins);
+        }
+    }
+
+    /// A write to the DUPSORT database `db`: mostly single pairs, now and
+    /// then a burst of puts into one key, a sweep deleting most of a key's
+    /// values, or appends.
+    fn dup_write(&mut self, db: usize) {
+        let k = self.key(db);
+        let ins = match self.rng.random_range(0..100) {
+            0..34 => Instr::Put(db, k.clone(), self.put_val(db, &k)),
+            34..44 => Instr::PutNoDupData(db, k.clone(), self.put_val(db, &k)),
+            44..49 => Instr::PutNoOverwrite(db, k.clone(), self.put_val(db, &k)),
+            49..58 => Instr::Get(db, k),
+            58..63 => {
+                self.put.remove(&(db, k.clone()));
+                Instr::Del(db, k)
+            }
+            63..86 => {
+                let i = self.dup_idx(db, &k);
+                if let Some(p) = self.put.get_mut(&(db, k.clone())) {
+                    p.remove(&i);
+                }
+                Instr::DelData(db, k.clone(), self.dup_val(db, &k, i))
+            }
+            86..91 => return self.dup_burst(db),
+            91..94 => return self.dup_sweep(db),
+            94..97 => return self.append_dup_burst(db),
+            _ => return self.append_burst(db),
+        };
+        self.prog.push(ins);
+    }
+
+    /// A hot key of the DUPSORT database `db` (any key if none is hot).
+    fn hot_key(&mut self, db: usize) -> B {
+        let span = self.vals[db].as_ref().expect("DUPSORT").span;
+        let pool = &self.pools[db];
+        let hot: Vec<usize> = (0..pool.len())
+            .filter(|&i| self.span(db, &pool[i]) == span)
+            .collect();
+        match hot.len() {
+            0 => self.key(db),
+            n => self.pools[db][hot[self.rng.random_range(0..n)]].clone(),
+        }
+    }
+
+    /// Many puts into one key (hundreds when its span allows), which turns
+    /// its values into a sub-tree.
+    fn dup_burst(&mut self, db: usize) {
+        let k = self.hot_key(db);
+        let span = self.span(db, &k);
+        let n = self.rng.random_range(span.div_ceil(4)..=span.min(400));
+        for _ in 0..n {
+            let v = self.put_val(db, &k);
+            let ins = if self.rng.random_bool(0.8) {
+                Instr::Put(db, k.clone(), v)
+            } else {
+                Instr::PutNoDupData(db, k.clone(), v)
+            };
+            self.prog.push(ins);
+        }
+    }
+
+    /// Deletes most of one key's values (those put, and a few others), in
+    /// random order, which moves them back from a sub-tree to a list and to
+    /// a single value.
+    fn dup_sweep(&mut self, db: usize) {
+        let k = self.hot_key(db);
+        let put = self.put.remove(&(db, k.clone())).unwrap_or_default();
+        let span = self.span(db, &k);
+        let others: Vec<u32> = (0..span.div_ceil(10))
+            .map(|_| self.rng.random_range(0..span))
+            .collect();
+        let mut idx: Vec<u32> = put.into_iter().chain(others).collect();
+        idx.shuffle(&mut self.rng);
+        let keep = [0.0, 0.03, 0.15][self.rng.random_range(0..3)];
+        for i in idx {
+            if !self.rng.random_bool(keep) {
+                let v = self.dup_val(db, &k, i);
+                self.prog.push(Instr::DelData(db, k.clone(), v));
+            }
+        }
+    }
+
+    /// `MDB_APPENDDUP`s of ascending values, into a new last key or a pool
+    /// key, now and then one out of order.
+    fn append_dup_burst(&mut self, db: usize) {
+        let d = self.dups(db).expect("DUPSORT");
+        let k = if self.rng.random_bool(0.7) {
+            self.append_key(db)
+        } else {
+            self.key(db)
+        };
+        let n = self.rng.random_range(1..=self.span(db, &k).min(150));
+        let mut vs: Vec<Vec<u8>> = (0..n).map(|_| self.put_val(db, &k).bytes()).collect();
+        vs.sort_by(|a, b| d.cmp(a, b));
+        if self.rng.random_bool(0.8) {
+            vs.dedup();
+        }
+        for v in vs {
+            let v = if self.rng.random_bool(0.05) {
+                self.put_val(db, &k)
+            } else {
+                Val::Raw(B(v))
+            };
+            self.prog.push(Instr::AppendDup(db, k.clone(), v));
         }
     }
 
@@ -391,7 +781,7 @@ impl Gen {
             } else {
                 self.append_key(db)
             };
-            let val = self.val();
+            let val = self.put_val(db, &key);
             self.prog.push(Instr::Append(db, key, val));
         }
     }
@@ -411,38 +801,84 @@ impl Gen {
     /// Random moves, sometimes after a walk of many steps one way.
     fn cursor_session(&mut self, db: usize) {
         self.prog.push(Instr::CursorOpen(db));
+        let dups = self.dups(db);
         if self.rng.random_bool(0.15) {
-            let (start, step) = match self.rng.random_range(0..4) {
-                0 => (Move::First, Move::Next),
-                1 => (Move::Last, Move::Prev),
-                2 => (Move::SetRange(self.key(db)), Move::Next),
-                _ => (Move::SetRange(self.key(db)), Move::Prev),
+            let (start, step) = match self.rng.random_range(0..if dups.is_some() { 8 } else { 4 }) {
+                0 => (vec![Move::First], Move::Next),
+                1 => (vec![Move::Last], Move::Prev),
+                2 => (vec![Move::SetRange(self.key(db))], Move::Next),
+                3 => (vec![Move::SetRange(self.key(db))], Move::Prev),
+                4 => (vec![Move::SetKey(self.hot_key(db))], Move::NextDup),
+                5 => (
+                    vec![Move::SetKey(self.hot_key(db)), Move::LastDup],
+                    Move::PrevDup,
+                ),
+                6 => (vec![Move::First], Move::NextNoDup),
+                _ => (vec![Move::Last], Move::PrevNoDup),
             };
-            self.prog.push(Instr::Move(start));
+            self.prog.extend(start.into_iter().map(Instr::Move));
             for _ in 0..self.rng.random_range(20..=150) {
-                let m = if self.rng.random_bool(0.05) {
-                    Move::Current
-                } else {
-                    step.clone()
+                let m = match self.rng.random_range(0..20) {
+                    0 => Move::Current,
+                    1 if dups.is_some() => Move::Count,
+                    _ => step.clone(),
                 };
                 self.prog.push(Instr::Move(m));
             }
         }
         for _ in 0..self.rng.random_range(1..=16) {
-            let m = match self.rng.random_range(0..100) {
-                0..10 => Move::First,
-                10..20 => Move::Last,
-                20..45 => Move::Next,
-                45..65 => Move::Prev,
-                65..73 => Move::SetRange(self.key(db)),
-                73..77 => Move::SetRange(self.append_key_peek(db)),
-                77..83 => Move::Set(self.key(db)),
-                83..89 => Move::SetKey(self.key(db)),
-                _ => Move::Current,
+            let m = match dups {
+                None => self.plain_move(db),
+                Some(d) => self.dup_move(db, d),
             };
             self.prog.push(Instr::Move(m));
         }
         self.prog.push(Instr::CursorClose);
+    }
+
+    fn plain_move(&mut self, db: usize) -> Move {
+        match self.rng.random_range(0..100) {
+            0..10 => Move::First,
+            10..20 => Move::Last,
+            20..45 => Move::Next,
+            45..65 => Move::Prev,
+            65..73 => Move::SetRange(self.key(db)),
+            73..77 => Move::SetRange(self.append_key_peek(db)),
+            77..83 => Move::Set(self.key(db)),
+            83..89 => Move::SetKey(self.key(db)),
+            _ => Move::Current,
+        }
+    }
+
+    fn dup_move(&mut self, db: usize, d: Dups) -> Move {
+        let k = self.key(db);
+        match self.rng.random_range(0..100) {
+            0..6 => Move::First,
+            6..12 => Move::Last,
+            12..25 => Move::Next,
+            25..34 => Move::Prev,
+            34..43 => Move::NextDup,
+            43..49 => Move::PrevDup,
+            49..52 => Move::FirstDup,
+            52..55 => Move::LastDup,
+            55..61 => Move::NextNoDup,
+            61..66 => Move::PrevNoDup,
+            66..70 => Move::SetRange(k),
+            70..72 => Move::SetRange(self.append_key_peek(db)),
+            72..74 => Move::Set(k),
+            74..77 => Move::SetKey(k),
+            77..83 => {
+                let v = self.val(db, &k);
+                Move::GetBoth(k, v)
+            }
+            83..89 => {
+                let v = self.val(db, &k);
+                Move::GetBothRange(k, v)
+            }
+            89..94 => Move::Count,
+            94..97 if d.fixed => Move::Multiple,
+            _ => Move::Current,
+        }
     }
 
     /// A key near the end of the append sequence, for seeks past the end.

@@ -30,28 +30,41 @@ fn explain(a: &Option<Outcome>, b: &Option<Outcome>) -> String {
     let mut s = format!("  LMDB:   {}\n  Sarsen: {}\n", one(a), one(b));
     if let (Some(Outcome::Snapshot(x)), Some(Outcome::Snapshot(y))) = (a, b) {
         for (db, (x, y)) in x.iter().zip(y).enumerate() {
-            if x.0 != y.0 {
-                let _ = writeln!(s, "  db{db}: entries LMDB {} Sarsen {}", x.0, y.0);
+            if x.entries != y.entries {
+                let (n, m) = (x.entries, y.entries);
+                let _ = writeln!(s, "  db{db}: entries LMDB {n} Sarsen {m}");
             }
-            for (dir, xs, ys) in [("forward", &x.1, &y.1), ("backward", &x.2, &y.2)] {
-                let Some(i) = (0..xs.len().max(ys.len())).find(|&i| xs.get(i) != ys.get(i)) else {
-                    continue;
-                };
-                let (n, m) = (xs.len(), ys.len());
-                let _ = writeln!(
-                    s,
-                    "  db{db} {dir} scan ({n} vs {m} entries), first difference at #{i}:"
-                );
-                let _ = writeln!(
-                    s,
-                    "    LMDB:   {:?}\n    Sarsen: {:?}",
-                    xs.get(i),
-                    ys.get(i)
-                );
-            }
+            first_difference(&mut s, db, "forward scan", &x.fwd, &y.fwd);
+            first_difference(&mut s, db, "backward scan", &x.bwd, &y.bwd);
+            first_difference(&mut s, db, "keys forward", &x.keys_fwd, &y.keys_fwd);
+            first_difference(&mut s, db, "keys backward", &x.keys_bwd, &y.keys_bwd);
         }
     }
     s
+}
+
+/// Where two lists (LMDB's, Sarsen's) first differ, if they do.
+fn first_difference<T: PartialEq + std::fmt::Debug>(
+    s: &mut String,
+    db: usize,
+    what: &str,
+    xs: &[T],
+    ys: &[T],
+) {
+    let Some(i) = (0..xs.len().max(ys.len())).find(|&i| xs.get(i) != ys.get(i)) else {
+        return;
+    };
+    let (n, m) = (xs.len(), ys.len());
+    let _ = writeln!(
+        s,
+        "  db{db} {what} ({n} vs {m} items), first difference at #{i}:"
+    );
+    let _ = writeln!(
+        s,
+        "    LMDB:   {:?}\n    Sarsen: {:?}",
+        xs.get(i),
+        ys.get(i)
+    );
 }
 
 /// Whether `ins` begins (1) or ends (-1) a transaction, a pinned snapshot or
