@@ -13,15 +13,32 @@
 //! bytewise, reverse (`MDB_REVERSEKEY`), or native `u32`/`u64` (`MDB_INTEGERKEY`
 //! with 4- or 8-byte keys). Keys are 1..=511 bytes (LMDB's default limit; 480 when
 //! Sarsen's page is 1 KiB), values 0..=12000 bytes (overflow pages in both).
+//!
+//! Half the cases have DUPSORT databases (`MDB_DUPSORT`, Sarsen's
+//! `DbOptions::dup_sort`), with values in bytewise, reverse (`MDB_REVERSEDUP`) or
+//! `u32`/`u64` order (`MDB_INTEGERDUP`), with or without `MDB_DUPFIXED`. There,
+//! besides the operations above, `put_no_dup_data` (`MDB_NODUPDATA`),
+//! `append_dup` (`MDB_APPENDDUP`), `delete_dup` (`mdb_del` with a value) and the
+//! cursor moves `GET_BOTH`, `GET_BOTH_RANGE`, `NEXT_DUP`, `PREV_DUP`,
+//! `FIRST_DUP`, `LAST_DUP`, `NEXT_NODUP`, `PREV_NODUP`, `mdb_cursor_count` and
+//! (DUPFIXED) `GET_MULTIPLE` with `NEXT_MULTIPLE`. Their keys are few (1 to 40
+//! per database, at most 400 bytes) and their values come from per-key value
+//! spaces (hundreds for a third of the keys; 1..=511 bytes, key and value within
+//! Sarsen's node), put in bursts and deleted in sweeps, so that Sarsen's values
+//! move from a single value to an inline list to a sub-tree and back (the
+//! ignored `coverage` test counts it).
+//!
 //! Each engine runs the program alone and records one [`Outcome`] per
 //! instruction; the two lists must be equal. After every transaction (nested ones
 //! too, in the parent's view) a `Check` records every database in full, forward
-//! and backward, and its entry count (`mdb_stat`'s `ms_entries`, Sarsen's
-//! `stat(db).entries`). Sarsen's page size (1, 2 or 4 KiB) and write-map mode vary
-//! by case: LMDB's 4 KiB tree has other shapes, the results must not.
+//! and backward, its entry count (`mdb_stat`'s `ms_entries`, Sarsen's
+//! `stat(db).entries`) and, DUPSORT, every key with its value count, forward by
+//! `NEXT_NODUP` and backward by `PREV_NODUP`. Sarsen's page size (1, 2 or 4 KiB)
+//! and write-map mode vary by case: LMDB's 4 KiB tree has other shapes, the
+//! results must not.
 //!
 //! Where the two legitimately differ (the cursor cases and empty keys are pinned
-//! by `documented_differences`):
+//! by `documented_differences`, the DUPSORT ones by `documented_dup_differences`):
 //! - A move that fails at an end (`NEXT` past the last entry, `PREV` before the
 //!   first): LMDB's cursor stays on that last (first) entry, so `GET_CURRENT`
 //!   returns it and the opposite move returns its neighbour; Sarsen's stands past
@@ -41,6 +58,45 @@
 //!   with the value vs `Some(value)`. Each pair is compared as one outcome.
 //! - LMDB keeps the named databases' records in the main database, so a case
 //!   uses either the main database alone or named ones only.
+//!
+//! DUPSORT (the types of the outcomes compared as one: `MDB_KEYEXIST` of
+//! `MDB_NODUPDATA` vs `false`, of `MDB_APPENDDUP` vs `Error::KeyNotGreater`):
+//! - `MDB_APPENDDUP` checks only that the value sorts after its key's last
+//!   value, whatever the key; Sarsen's `append_dup` appends after the
+//!   database's last pair, so a key below the last key is `KeyNotGreater`. The
+//!   LMDB executor gives a refusal for such a key without calling LMDB (`mdb_cmp`
+//!   against the last key), and `MDB_APPENDDUP` otherwise.
+//! - Moves that fail, as above: a failed `NEXT_NODUP` or `PREV_NODUP` is a failed
+//!   step (then not compared); `GET_BOTH` and `GET_BOTH_RANGE` that find nothing
+//!   leave the position unspecified in both (then not compared). A `NEXT_DUP` or
+//!   `PREV_DUP` that finds nothing stays on its pair in both (compared).
+//! - After a missed `SET*` or `GET_BOTH*`, and after a `SET_RANGE` past the end,
+//!   LMDB's cursor may stand past the last node of a leaf without its end flag,
+//!   where its DUPSORT `NEXT`, `NEXT_DUP`, `NEXT_NODUP` and count read a node
+//!   that is not there. So the moves not compared there are not run on LMDB
+//!   (Sarsen runs them, unchecked). After a `SET_RANGE` past the end, `PREV`,
+//!   `PREV_NODUP` and `GET_CURRENT` are compared; LMDB's `PREV_DUP` goes to the
+//!   last pair there, as `PREV` does, Sarsen's finds nothing.
+//! - From a cursor never positioned LMDB's `NEXT_DUP`/`PREV_DUP` move as
+//!   `NEXT`/`PREV` do, to the first/last pair; Sarsen's find nothing (not
+//!   compared). `FIRST_DUP`, `LAST_DUP` and the count there: LMDB `EINVAL`,
+//!   Sarsen `None` and 0 (compared as those).
+//! - LMDB's `FIRST_DUP`/`LAST_DUP` set no key when the key has several values;
+//!   the LMDB executor reads it with `GET_CURRENT`.
+//! - `GET_MULTIPLE` returns, in LMDB, the whole sub-page or sub-tree leaf the
+//!   cursor is in (values before the current one too), and on a key with one
+//!   value no data, or a page of the key the cursor came from; Sarsen returns
+//!   from the current value on, and a key's one value. So `Move::Multiple` is
+//!   `FIRST_DUP`, then `GET_MULTIPLE` and `NEXT_MULTIPLE` until none, compared
+//!   as the key and the concatenated batches (the engines cut them in
+//!   different places), with a key's one value standing for LMDB's batches
+//!   when its count is 1. Each batch must hold whole values.
+//! - Empty values: LMDB keeps one only while it is its key's only value (a
+//!   sub-page holds its values as keys, which cannot be empty): adding a
+//!   second value drops it (counting both), adding it beside others is
+//!   `MDB_BAD_VALSIZE`. Programs use values of at least one byte there.
+//! - LMDB requires `MDB_CURRENT` on DUPSORT to keep the value's place (not
+//!   used: the programs have no write cursors yet).
 //!
 //! Knobs: `SARSEN_DIFF_CASES=<n>` (default 32 cases), `SARSEN_DIFF_SEED=<u64>`
 //! replays one case, `SARSEN_DIFF_SHRINK_SECS` (default 60) bounds the search for
@@ -62,11 +118,11 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
-use generate::{gen_case, gen_program, max_key_for, mix, Case, DbSpec, Order, Val, B};
+use generate::{gen_case, gen_program, max_key_for, mix, Case, DbSpec, Dups, Order, Val, B};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use report::{compare, report};
-use sarsen::{Cursor, Database, Durability, Env, EnvOptions, Error, Iter};
+use sarsen::{Cursor, Database, DbOptions, Durability, Env, EnvOptions, Error, Iter, KeyOrder};
 use sarsen::{RoTxn, RwTxn, Stat};
 
 /// LMDB's map: address space only, plenty for a case.
@@ -271,8 +327,8 @@ impl Pos {
 
     /// Whether LMDB must not run `m`: after a missed `SET*` or `GET_BOTH*`
     /// its cursor may stand past the last node of a leaf, where a DUPSORT
-    /// `NEXT`, `NEXT_DUP`, `FIRST_DUP` or count reads a node that is not
-    /// there.
+    /// `NEXT`, `NEXT_DUP`, `NEXT_NODUP` or count reads a node that is not
+    /// there. (`lmdb_skips` implies not `checked`.)
     fn lmdb_skips(&self, m: &Move) -> bool {
         self.dups && !self.checked(m) && matches!(self.at, At::Lost | At::PastEnd)
     }
@@ -1307,19 +1363,31 @@ fn sarsen_matches_lmdb() {
 }
 
 /// The harness can fail: a Sarsen database in bytewise order where LMDB's is
-/// reverse must be caught.
+/// reverse must be caught, and so must bytewise values where LMDB's are in
+/// reverse order (`MDB_REVERSEDUP`).
 #[test]
 fn harness_catches_a_wrong_order() {
-    let dbs = vec![DbSpec(Some("db0".into()), Order::Reverse, None)];
-    let case = gen_program(7, SmallRng::seed_from_u64(7), 4096, false, dbs);
-    let mut wrong = case.clone();
-    wrong.dbs[0].1 = Order::Bytewise;
-    let m = compare(&run_lmdb(&case), &run_sarsen(&wrong)).expect("a wrong order must be caught");
-    assert!(
-        !matches!(m.1, Some(Outcome::Error(_))),
-        "LMDB failed: {:?}",
-        m.1
-    );
+    let rev = Some(Dups {
+        order: Order::Reverse,
+        fixed: false,
+    });
+    for (order, dups) in [(Order::Reverse, None), (Order::Bytewise, rev)] {
+        let dbs = vec![DbSpec(Some("db0".into()), order, dups)];
+        let case = gen_program(7, SmallRng::seed_from_u64(7), 4096, false, dbs);
+        let mut wrong = case.clone();
+        wrong.dbs[0].1 = Order::Bytewise;
+        wrong.dbs[0].2 = dups.map(|d| Dups {
+            order: Order::Bytewise,
+            ..d
+        });
+        let m = compare(&run_lmdb(&case), &run_sarsen(&wrong));
+        let m = m.expect("a wrong order must be caught");
+        assert!(
+            !matches!(m.1, Some(Outcome::Error(_))),
+            "LMDB failed: {:?}",
+            m.1
+        );
+    }
 }
 
 /// The differences the module doc lists, pinned so that a change on either
@@ -1382,6 +1450,159 @@ fn documented_differences() {
     assert_eq!(lt.put(dbi, b"", b"v", 0), Err(Code(MDB_BAD_VALSIZE)));
     st.put(db, b"", b"v").unwrap();
     assert_eq!(st.get(db, b"").unwrap(), Some(&b"v"[..]));
+}
+
+/// The DUPSORT differences the module doc lists, pinned likewise.
+#[test]
+fn documented_dup_differences() {
+    use lmdb::{Code, MDB_APPENDDUP, MDB_CREATE, MDB_DUPFIXED, MDB_DUPSORT, MDB_FIRST_DUP};
+    use lmdb::{MDB_GET_BOTH, MDB_GET_MULTIPLE, MDB_NEXT_DUP, MDB_NEXT_NODUP, MDB_PREV_DUP};
+    use lmdb::{MDB_SET_KEY, MDB_SET_RANGE};
+    let ldir = tempfile::tempdir().unwrap();
+    let le = lmdb::Env::open(ldir.path(), MAP_SIZE, 8).unwrap();
+    let mut lt = le.begin(false).unwrap();
+    let lf = lt
+        .open_db(Some("f"), MDB_DUPSORT | MDB_DUPFIXED | MDB_CREATE)
+        .unwrap();
+    let lv = lt.open_db(Some("v"), MDB_DUPSORT | MDB_CREATE).unwrap();
+    let sdir = tempfile::tempdir().unwrap();
+    let case = Case {
+        seed: 0,
+        page_size: 4096,
+        write_map: false,
+        dbs: vec![],
+        prog: vec![],
+    };
+    let se = open_sarsen(sdir.path(), &case).unwrap();
+    let mut st = se.write_txn().unwrap();
+    let fixed = DbSpec(
+        None,
+        Order::Bytewise,
+        Some(Dups {
+            order: Order::Bytewise,
+            fixed: true,
+        }),
+    );
+    let sf = st.create_db_with(Some("f"), &fixed.sarsen()).unwrap();
+    let sv = st
+        .create_db_with(Some("v"), &DbOptions::new().dup_sort(KeyOrder::Bytewise))
+        .unwrap();
+    // a: 1 2 3, b: 1, c: 1 2 (one-byte values).
+    for (k, v) in [
+        (b"a", b"1"),
+        (b"a", b"2"),
+        (b"a", b"3"),
+        (b"b", b"1"),
+        (b"c", b"1"),
+        (b"c", b"2"),
+    ] {
+        lt.put(lf, k, v, 0).unwrap();
+        st.put(sf, k, v).unwrap();
+    }
+    let e = |k: &[u8], v: &[u8]| Some((k.to_vec(), v.to_vec()));
+    let s = |r: sarsen::Result<Option<(&[u8], &[u8])>>| {
+        r.unwrap().map(|(k, v)| (k.to_vec(), v.to_vec()))
+    };
+    {
+        let (mut lc, mut sc) = (lt.cursor(lf).unwrap(), st.cursor(sf).unwrap());
+        // Never positioned: LMDB's NEXT_DUP and PREV_DUP move as NEXT and
+        // PREV would; FIRST_DUP and the count are EINVAL.
+        assert_eq!(lc.get(MDB_FIRST_DUP, None, None), Err(Code(libc::EINVAL)));
+        assert_eq!(s(sc.first_dup()), None);
+        assert_eq!(lc.count(), Err(Code(libc::EINVAL)));
+        assert_eq!(sc.dup_count().unwrap(), 0);
+        assert_eq!(
+            (lc.get(MDB_NEXT_DUP, None, None).unwrap(), s(sc.next_dup())),
+            (e(b"a", b"1"), None)
+        );
+        let (mut lc, mut sc) = (lt.cursor(lf).unwrap(), st.cursor(sf).unwrap());
+        assert_eq!(
+            (lc.get(MDB_PREV_DUP, None, None).unwrap(), s(sc.prev_dup())),
+            (e(b"c", b"2"), None)
+        );
+        // FIRST_DUP on a key with several values gives no key.
+        assert_eq!(
+            lc.get(MDB_SET_KEY, Some(b"a"), None).unwrap(),
+            e(b"a", b"1")
+        );
+        assert_eq!(s(sc.seek_both(b"a", b"1")), e(b"a", b"1"));
+        assert_eq!(
+            (
+                lc.get(MDB_FIRST_DUP, None, None).unwrap(),
+                s(sc.first_dup())
+            ),
+            (e(b"", b"1"), e(b"a", b"1"))
+        );
+        // GET_MULTIPLE from the middle of a key: LMDB's batch is the whole
+        // sub-page, Sarsen's starts at the current value.
+        assert_eq!(
+            lc.get(MDB_GET_BOTH, Some(b"a"), Some(b"2")).unwrap(),
+            e(b"a", b"2")
+        );
+        assert_eq!(s(sc.seek_both(b"a", b"2")), e(b"a", b"2"));
+        let batch = |r: Option<(&[u8], &[u8])>| r.map(|(_, b)| b.to_vec());
+        assert_eq!(
+            lc.get(MDB_GET_MULTIPLE, None, None).unwrap().map(|x| x.1),
+            Some(b"123".to_vec())
+        );
+        assert_eq!(batch(sc.get_multiple().unwrap()), Some(b"23".to_vec()));
+        // GET_MULTIPLE on a key with one value: LMDB returns the sub-page of
+        // the key the cursor came from.
+        assert_eq!(
+            (
+                lc.get(MDB_NEXT_NODUP, None, None).unwrap(),
+                s(sc.next_nodup())
+            ),
+            (e(b"b", b"1"), e(b"b", b"1"))
+        );
+        assert_eq!(
+            lc.get(MDB_GET_MULTIPLE, None, None).unwrap().map(|x| x.1),
+            Some(b"123".to_vec())
+        );
+        assert_eq!(batch(sc.get_multiple().unwrap()), Some(b"1".to_vec()));
+        // Past the end after SET_RANGE: LMDB's PREV_DUP goes to the last pair.
+        assert_eq!(
+            (
+                lc.get(MDB_SET_RANGE, Some(b"d"), None).unwrap(),
+                s(sc.seek(b"d"))
+            ),
+            (None, None)
+        );
+        assert_eq!(
+            (lc.get(MDB_PREV_DUP, None, None).unwrap(), s(sc.prev_dup())),
+            (e(b"c", b"2"), None)
+        );
+    }
+    // APPENDDUP of a key below the last: LMDB appends to that key's values,
+    // Sarsen appends after the database's last pair only.
+    assert_eq!(
+        lt.put_unless_exists(lf, b"a", b"4", MDB_APPENDDUP),
+        Ok(true)
+    );
+    assert!(matches!(
+        st.append_dup(sf, b"a", b"4"),
+        Err(Error::KeyNotGreater)
+    ));
+    // An empty value beside others: LMDB loses it when the key gets a
+    // second value (and counts both), and refuses a second empty one;
+    // Sarsen keeps it.
+    for v in [&b""[..], b"x"] {
+        lt.put(lv, b"k", v, 0).unwrap();
+        st.put(sv, b"k", v).unwrap();
+    }
+    let mut lc = lt.cursor(lv).unwrap();
+    assert_eq!(
+        lc.get(MDB_SET_KEY, Some(b"k"), None).unwrap(),
+        e(b"k", b"x")
+    );
+    assert_eq!((lc.count(), lt.entries(lv)), (Ok(1), Ok(2)));
+    drop(lc);
+    let all: Vec<(&[u8], &[u8])> = st.iter(sv).unwrap().map(|e| e.unwrap()).collect();
+    assert_eq!(all, [(&b"k"[..], &b""[..]), (b"k", b"x")]);
+    assert_eq!(st.stat(sv).unwrap().entries, 2);
+    assert_eq!(lt.put(lv, b"j", b"", 0), Ok(()));
+    assert_eq!(lt.put(lv, b"j", b"y", 0), Ok(()));
+    assert_eq!(lt.put(lv, b"j", b"", 0), Err(Code(lmdb::MDB_BAD_VALSIZE)));
 }
 
 /// What the default cases exercise (run with `--ignored --nocapture`): per
