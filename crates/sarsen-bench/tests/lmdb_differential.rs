@@ -7,12 +7,15 @@
 //! (`mdb_put` flags 0), `put_no_overwrite` (`MDB_NOOVERWRITE`), `append`
 //! (`MDB_APPEND`), `get`, `delete`, `clear_db` (`mdb_drop(.., 0)`), cursor sessions
 //! (`MDB_FIRST`/`LAST`/`NEXT`/`PREV`/`SET_RANGE`/`SET`/`SET_KEY`/`GET_CURRENT`) in
-//! read and write transactions, a read transaction held across later write
-//! transactions (a pinned snapshot), and reopening both environments. Databases are
-//! either the main one alone or one to four named ones, each in one key order:
-//! bytewise, reverse (`MDB_REVERSEKEY`), or native `u32`/`u64` (`MDB_INTEGERKEY`
-//! with 4- or 8-byte keys). Keys are 1..=511 bytes (LMDB's default limit; 480 when
-//! Sarsen's page is 1 KiB), values 0..=12000 bytes (overflow pages in both).
+//! read and write transactions, write-cursor sessions (Sarsen's `RwCursor`: the
+//! moves, `mdb_cursor_put` flags 0 and `MDB_CURRENT`, `mdb_cursor_del` with and
+//! without `MDB_NODUPDATA`, some in walks that delete or rewrite as they go), a
+//! read transaction held across later write transactions (a pinned snapshot),
+//! and reopening both environments. Databases are either the main one alone
+//! or one to four named ones, each in one key order: bytewise, reverse
+//! (`MDB_REVERSEKEY`), or native `u32`/`u64` (`MDB_INTEGERKEY` with 4- or 8-byte
+//! keys). Keys are 1..=511 bytes (LMDB's default limit; 480 when Sarsen's page
+//! is 1 KiB), values 0..=12000 bytes (overflow pages in both).
 //!
 //! Half the cases have DUPSORT databases (`MDB_DUPSORT`, Sarsen's
 //! `DbOptions::dup_sort`), with values in bytewise, reverse (`MDB_REVERSEDUP`) or
@@ -45,10 +48,11 @@
 //!   the end, `current()` is `None`, and the opposite move returns the end entry.
 //!   After a missed `MDB_SET`/`SET_KEY` LMDB's cursor is at the insertion point
 //!   inside a leaf (possibly past its last node), Sarsen's on the next larger key.
-//!   So after such a failed move, `NEXT`, `PREV` and `GET_CURRENT` are run but not
-//!   compared (`Outcome::Unchecked`) until a `FIRST`, `LAST` or `SET*` positions
-//!   the cursor again. A `SET_RANGE` past the last key is defined in both (next:
-//!   none, prev: the last entry, current: none) and compared.
+//!   So after such a failed move, `NEXT`, `PREV` and `GET_CURRENT` are not
+//!   compared (`Outcome::Unchecked`; Sarsen runs them, LMDB does not) until a
+//!   `FIRST`, `LAST` or `SET*` positions the cursor again. A `SET_RANGE` past
+//!   the last key is defined in both (next: none, prev: the last entry,
+//!   current: none) and compared.
 //! - `GET_CURRENT` on a cursor never positioned: LMDB `EINVAL`, Sarsen `None`;
 //!   compared as "no entry".
 //! - Empty keys: LMDB refuses them (`MDB_BAD_VALSIZE`), Sarsen stores them in a
@@ -66,10 +70,12 @@
 //!   database's last pair, so a key below the last key is `KeyNotGreater`. The
 //!   LMDB executor gives a refusal for such a key without calling LMDB (`mdb_cmp`
 //!   against the last key), and `MDB_APPENDDUP` otherwise.
-//! - Moves that fail, as above: a failed `NEXT_NODUP` or `PREV_NODUP` is a failed
-//!   step (then not compared); `GET_BOTH` and `GET_BOTH_RANGE` that find nothing
-//!   leave the position unspecified in both (then not compared). A `NEXT_DUP` or
-//!   `PREV_DUP` that finds nothing stays on its pair in both (compared).
+//! - Moves that fail, as above (a move not compared is run on Sarsen, which
+//!   must not fail, and not on LMDB): a failed `NEXT_NODUP` or `PREV_NODUP` is
+//!   a failed step (then not compared); `GET_BOTH` and `GET_BOTH_RANGE` that
+//!   find nothing leave the position unspecified in both (then not compared).
+//!   A `NEXT_DUP` or `PREV_DUP` that finds nothing stays on its pair in both
+//!   (compared).
 //! - After a missed `SET*` or `GET_BOTH*`, and after a `SET_RANGE` past the end,
 //!   LMDB's cursor may stand past the last node of a leaf without its end flag,
 //!   where its DUPSORT `NEXT`, `NEXT_DUP`, `NEXT_NODUP` and count read a node
@@ -95,8 +101,26 @@
 //!   sub-page holds its values as keys, which cannot be empty): adding a
 //!   second value drops it (counting both), adding it beside others is
 //!   `MDB_BAD_VALSIZE`. Programs use values of at least one byte there.
-//! - LMDB requires `MDB_CURRENT` on DUPSORT to keep the value's place (not
-//!   used: the programs have no write cursors yet).
+//! - LMDB requires `MDB_CURRENT` on DUPSORT to keep the value's place; Sarsen's
+//!   `put_current` moves the pair where it sorts. Programs rewrite a DUPSORT
+//!   pair with its own value only.
+//!
+//! Write cursors:
+//! - `put_current`, `delete_current` and `delete_current_key` off a pair are
+//!   errors in Sarsen and undefined in LMDB: they run only where both stand on
+//!   one pair (else neither runs them and they give `Unchecked`).
+//! - After a delete at the cursor LMDB's stands on the next pair, flagged so
+//!   that `NEXT` returns it, and `GET_CURRENT` returns it too; Sarsen's
+//!   `current()` is `None` and it remembers the deleted pair. `NEXT` and `PREV`
+//!   are compared there (the pair after, the pair before); any other read
+//!   clears LMDB's flag, so the others are not (and the cursor is then lost).
+//! - An LMDB bug (pinned by `lmdb_stale_sub_cursor_after_delete`): a cursor
+//!   that steps from a key with several values to one with a single value
+//!   keeps the first key's sub-cursor; deleting the single value leaves that
+//!   sub-cursor, stale, on the next key, so `NEXT` returns a value at the old
+//!   index and a delete there may take the whole key (its value count is the
+//!   old key's). The LMDB executor places its cursor again on its pair
+//!   (`GET_BOTH`) before each delete at a cursor in a DUPSORT database.
 //!
 //! Knobs: `SARSEN_DIFF_CASES=<n>` (default 32 cases), `SARSEN_DIFF_SEED=<u64>`
 //! replays one case, `SARSEN_DIFF_SHRINK_SECS` (default 60) bounds the search for
@@ -225,7 +249,22 @@ enum Instr {
     Get(usize, B),
     /// Opens a cursor; `Move`s follow until `CursorClose`.
     CursorOpen(usize),
+    /// Opens a write cursor (`mdb_cursor_open` in a write transaction,
+    /// Sarsen's `cursor_mut`); `Move`s and the `Cur*` writes follow until
+    /// `CursorClose`.
+    WCursorOpen(usize),
     Move(Move),
+    /// `mdb_cursor_put` flags 0, `RwCursor::put`.
+    CurPut(B, Val),
+    /// `MDB_CURRENT`, `put_current`: this value, or (`None`) the one there
+    /// (on DUPSORT LMDB requires the value to keep its place). Run only on
+    /// a pair.
+    CurPutCurrent(Option<Val>),
+    /// `mdb_cursor_del`, `delete_current`. Run only on a pair.
+    CurDel,
+    /// `mdb_cursor_del` with `MDB_NODUPDATA`, `delete_current_key`. Run
+    /// only on a pair.
+    CurDelKey,
     CursorClose,
     /// Every database in full, both ways, and its entry count: outside a
     /// transaction in a new read transaction, inside in that one's view.
@@ -287,6 +326,9 @@ enum At {
     On,
     /// Past the end after a `SET_RANGE` that found nothing.
     PastEnd,
+    /// Where a write cursor's pair was deleted: `NEXT` gives the pair after
+    /// it, `PREV` the pair before.
+    Deleted,
     /// The engines' cursors may stand in different places (see the module
     /// doc), until a move that positions from scratch.
     Lost,
@@ -311,6 +353,9 @@ impl Pos {
         match self.at {
             At::On => true,
             At::Lost => !m.relative(),
+            // LMDB's cursor stands on the next pair, flagged so that NEXT
+            // returns it; any other read clears the flag, Sarsen's has none.
+            At::Deleted => !m.relative() || matches!(m, Move::Next | Move::Prev),
             // From a cursor never positioned LMDB's NEXT_DUP and PREV_DUP go
             // to the first and last pair; Sarsen's find nothing.
             At::Fresh => !matches!(m, Move::NextDup | Move::PrevDup),
@@ -325,12 +370,13 @@ impl Pos {
         }
     }
 
-    /// Whether LMDB must not run `m`: after a missed `SET*` or `GET_BOTH*`
-    /// its cursor may stand past the last node of a leaf, where a DUPSORT
-    /// `NEXT`, `NEXT_DUP`, `NEXT_NODUP` or count reads a node that is not
-    /// there. (`lmdb_skips` implies not `checked`.)
+    /// Whether LMDB must not run `m`: any move not compared (Sarsen runs
+    /// them all, and they must not fail). After a missed `SET*` or
+    /// `GET_BOTH*` LMDB's cursor may stand past the last node of a leaf,
+    /// where a DUPSORT `NEXT`, `NEXT_DUP`, `NEXT_NODUP` or count reads a node
+    /// that is not there.
     fn lmdb_skips(&self, m: &Move) -> bool {
-        self.dups && !self.checked(m) && matches!(self.at, At::Lost | At::PastEnd)
+        !self.checked(m)
     }
 
     /// The outcome of `m`, which gave `r`, and the cursor's new state.
@@ -346,7 +392,7 @@ impl Pos {
         let found = r.is_some();
         self.at = match m {
             // No move, or one that stays where it was when it finds nothing
-            // (on a pair, both; unpositioned, both).
+            // (on a pair, both; unpositioned, both; `Deleted` allows none).
             Move::Current | Move::Count | Move::NextDup | Move::PrevDup => self.at,
             Move::FirstDup | Move::LastDup | Move::Multiple => self.at,
             _ if found => At::On,
@@ -597,6 +643,10 @@ impl Run<'_, Database> {
                     r => r.map(|()| Outcome::Ok),
                 },
                 Instr::DelData(i, k, v) => t.delete_dup(db(i), k, &v.bytes()).map(Outcome::Deleted),
+                Instr::WCursorOpen(i) => {
+                    self.s_wcursor(t, *i)?;
+                    continue;
+                }
                 _ => {
                     self.s_read(&*t)?;
                     continue;
@@ -636,6 +686,54 @@ impl Run<'_, Database> {
             let r = s_move(&mut c, m).map_err(|e| self.fail(e))?;
             let o = pos.outcome(m, r);
             self.emit(o);
+        }
+    }
+
+    fn s_wcursor(&mut self, t: &mut RwTxn<'_>, db: usize) -> Flow {
+        let mut c = t.cursor_mut(self.dbs[db]).map_err(|e| self.fail(e))?;
+        self.emit(Outcome::Ok);
+        let mut pos = Pos::new(self.case.dbs[db].2.is_some());
+        loop {
+            let on = pos.at == At::On;
+            let r = match self.at() {
+                Some(Instr::CursorClose) => {
+                    self.emit(Outcome::Ok);
+                    return Ok(());
+                }
+                Some(Instr::Move(m)) => {
+                    let r = s_wmove(&mut c, m).map_err(|e| self.fail(e))?;
+                    let o = pos.outcome(m, r);
+                    self.emit(o);
+                    continue;
+                }
+                Some(Instr::CurPut(k, v)) => {
+                    pos.at = At::On;
+                    c.put(k, &v.bytes())
+                }
+                Some(Instr::CurPutCurrent(v)) if on => {
+                    let v = match v {
+                        Some(v) => v.bytes(),
+                        None => c.current().map_or(Vec::new(), |e| e.1.to_vec()),
+                    };
+                    c.put_current(&v)
+                }
+                Some(Instr::CurDel) if on => {
+                    pos.at = At::Deleted;
+                    c.delete_current()
+                }
+                Some(Instr::CurDelKey) if on => {
+                    pos.at = At::Deleted;
+                    c.delete_current_key()
+                }
+                // Off a pair: run in neither engine.
+                Some(Instr::CurPutCurrent(_) | Instr::CurDel | Instr::CurDelKey) => {
+                    self.emit(Outcome::Unchecked);
+                    continue;
+                }
+                _ => return Err(self.unexpected("in a write-cursor session")),
+            };
+            let r = r.map(|()| Outcome::Ok);
+            self.emit_or_fail(r)?;
         }
     }
 
@@ -703,6 +801,34 @@ fn s_move(c: &mut Cursor<'_>, m: &Move) -> Result<Got, String> {
         Move::PrevNoDup => pair(c.prev_nodup()),
         Move::Count => c.dup_count().map(Got::Count).map_err(|e| e.to_string()),
         Move::Multiple => s_multiple(c).map_err(|e| e.to_string()),
+    }
+}
+
+/// Runs `m` on a Sarsen write cursor (which has no `FIRST_DUP`, `LAST_DUP`
+/// or `GET_MULTIPLE`).
+fn s_wmove(c: &mut sarsen::RwCursor<'_, '_>, m: &Move) -> Result<Got, String> {
+    let pair = |r: sarsen::Result<Option<(&[u8], &[u8])>>| {
+        r.map(|e| Got::Pair(e.map(owned)))
+            .map_err(|e| e.to_string())
+    };
+    match m {
+        Move::First => pair(c.first()),
+        Move::Last => pair(c.last()),
+        Move::Next => pair(c.next()),
+        Move::Prev => pair(c.prev()),
+        Move::Current => pair(Ok(c.current())),
+        Move::SetRange(k) => pair(c.seek(k)),
+        Move::Set(k) | Move::SetKey(k) => pair(c.seek_exact(k)),
+        Move::GetBoth(k, v) => pair(c.seek_both(k, &v.bytes())),
+        Move::GetBothRange(k, v) => pair(c.seek_both_range(k, &v.bytes())),
+        Move::NextDup => pair(c.next_dup()),
+        Move::PrevDup => pair(c.prev_dup()),
+        Move::NextNoDup => pair(c.next_nodup()),
+        Move::PrevNoDup => pair(c.prev_nodup()),
+        Move::Count => c.dup_count().map(Got::Count).map_err(|e| e.to_string()),
+        Move::FirstDup | Move::LastDup | Move::Multiple => {
+            Err(format!("harness: {m:?} on a write cursor"))
+        }
     }
 }
 
@@ -845,6 +971,10 @@ impl Run<'_, lmdb::Dbi> {
                     Err(e) => Err(e),
                 },
                 Instr::DelData(i, k, v) => t.del_data(db(i), k, &v.bytes()).map(Outcome::Deleted),
+                Instr::WCursorOpen(i) => {
+                    self.l_wcursor(t, *i)?;
+                    continue;
+                }
                 _ => {
                     self.l_read(t)?;
                     continue;
@@ -885,6 +1015,60 @@ impl Run<'_, lmdb::Dbi> {
             };
             let o = pos.outcome(m, r);
             self.emit(o);
+        }
+    }
+
+    fn l_wcursor(&mut self, t: &mut lmdb::Txn<'_>, db: usize) -> Flow {
+        use lmdb::{MDB_CURRENT, MDB_GET_CURRENT, MDB_NODUPDATA};
+        let mut c = t.write_cursor(self.dbs[db]).map_err(|e| self.fail(e))?;
+        self.emit(Outcome::Ok);
+        let mut pos = Pos::new(self.case.dbs[db].2.is_some());
+        loop {
+            let on = pos.at == At::On;
+            let r = match self.at() {
+                Some(Instr::CursorClose) => {
+                    self.emit(Outcome::Ok);
+                    return Ok(());
+                }
+                Some(Instr::Move(m)) => {
+                    let r = if pos.lmdb_skips(m) {
+                        Got::Pair(None)
+                    } else {
+                        l_move(&mut c, m).map_err(|e| self.fail(e))?
+                    };
+                    let o = pos.outcome(m, r);
+                    self.emit(o);
+                    continue;
+                }
+                Some(Instr::CurPut(k, v)) => {
+                    pos.at = At::On;
+                    c.put(k, &v.bytes(), 0)
+                }
+                // MDB_CURRENT takes the key too: the one the cursor is on.
+                Some(Instr::CurPutCurrent(v)) if on => match c.get(MDB_GET_CURRENT, None, None) {
+                    Ok(Some((k, old))) => {
+                        let v = v.as_ref().map_or(old, |v| v.bytes());
+                        c.put(&k, &v, MDB_CURRENT)
+                    }
+                    Ok(None) => Err(lmdb::Code(lmdb::MDB_PROBLEM)),
+                    Err(e) => Err(e),
+                },
+                Some(Instr::CurDel) if on => {
+                    pos.at = At::Deleted;
+                    l_refresh(&mut c, pos.dups).and_then(|()| c.del(0))
+                }
+                Some(Instr::CurDelKey) if on => {
+                    pos.at = At::Deleted;
+                    l_refresh(&mut c, pos.dups).and_then(|()| c.del(MDB_NODUPDATA))
+                }
+                Some(Instr::CurPutCurrent(_) | Instr::CurDel | Instr::CurDelKey) => {
+                    self.emit(Outcome::Unchecked);
+                    continue;
+                }
+                _ => return Err(self.unexpected("in a write-cursor session")),
+            };
+            let r = r.map(|()| Outcome::Ok);
+            self.emit_or_fail(r)?;
         }
     }
 
@@ -977,6 +1161,27 @@ fn l_move(c: &mut lmdb::Cursor<'_>, m: &Move) -> lmdb::Res<Got> {
     ))
 }
 
+/// Before a delete at an LMDB cursor on a DUPSORT database: places the
+/// cursor again on the pair it stands on (`GET_BOTH`), which resets its
+/// sub-cursor. A cursor that stepped from a key with several values to one
+/// with a single value keeps the sub-cursor of the former, and deleting that
+/// single value leaves it, stale, on the next key: its value count, and so
+/// the next delete or `NEXT`, go wrong (an LMDB bug; see the module doc and
+/// `documented_dup_differences`).
+fn l_refresh(c: &mut lmdb::Cursor<'_>, dups: bool) -> lmdb::Res<()> {
+    use lmdb::{MDB_GET_BOTH, MDB_GET_CURRENT};
+    if !dups {
+        return Ok(());
+    }
+    let Some((k, v)) = c.get(MDB_GET_CURRENT, None, None)? else {
+        return Err(lmdb::Code(lmdb::MDB_PROBLEM));
+    };
+    match c.get(MDB_GET_BOTH, Some(&k), Some(&v))? {
+        Some(_) => Ok(()),
+        None => Err(lmdb::Code(lmdb::MDB_PROBLEM)),
+    }
+}
+
 /// `Move::Multiple` on an LMDB cursor. A key with one value may have no
 /// sub-page, and then GET_MULTIPLE returns no data (or a page of the key
 /// the cursor stood on before): its one value stands for the batch (see
@@ -1021,7 +1226,8 @@ mod lmdb {
     use std::path::Path;
     use std::ptr;
 
-    pub use ffi::{MDB_APPEND, MDB_APPENDDUP, MDB_BAD_VALSIZE, MDB_CREATE, MDB_PROBLEM};
+    pub use ffi::MDB_PROBLEM;
+    pub use ffi::{MDB_APPEND, MDB_APPENDDUP, MDB_BAD_VALSIZE, MDB_CREATE, MDB_CURRENT};
     pub use ffi::{MDB_DUPFIXED, MDB_DUPSORT, MDB_INTEGERDUP, MDB_NODUPDATA, MDB_REVERSEDUP};
     pub use ffi::{MDB_FIRST, MDB_FIRST_DUP, MDB_GET_BOTH, MDB_GET_BOTH_RANGE, MDB_GET_CURRENT};
     pub use ffi::{MDB_GET_MULTIPLE, MDB_LAST, MDB_LAST_DUP, MDB_NEXT, MDB_NEXT_DUP};
@@ -1262,6 +1468,13 @@ mod lmdb {
             Ok(Cursor(cur, PhantomData))
         }
 
+        /// A cursor that may write (`Cursor::put`, `Cursor::del`): it
+        /// borrows the write transaction mutably, so nothing else reads or
+        /// writes it meanwhile.
+        pub fn write_cursor(&mut self, dbi: Dbi) -> Res<Cursor<'_>> {
+            self.cursor(dbi)
+        }
+
         pub fn commit(mut self) -> Res<()> {
             let txn = std::mem::replace(&mut self.0, ptr::null_mut());
             // SAFETY: `txn` is live with no live child or cursor (they borrow
@@ -1309,6 +1522,23 @@ mod lmdb {
                 ffi::MDB_NOTFOUND => Ok(None),
                 rc => Err(Code(rc)),
             }
+        }
+
+        /// `mdb_cursor_put` with `flags` (0 or `MDB_CURRENT`), in a write
+        /// transaction.
+        pub fn put(&mut self, key: &[u8], data: &[u8], flags: u32) -> Res<()> {
+            let (mut k, mut d) = (val(key), val(data));
+            // SAFETY: a cursor from `write_cursor`: open in a live write
+            // transaction with no live child, which nothing else uses
+            // meanwhile (the cursor borrows it mutably); `k` and `d` point
+            // to live slices (LMDB copies them).
+            check(unsafe { ffi::mdb_cursor_put(self.0, &mut k, &mut d, flags) })
+        }
+
+        /// `mdb_cursor_del` with `flags` (0 or `MDB_NODUPDATA`).
+        pub fn del(&mut self, flags: u32) -> Res<()> {
+            // SAFETY: as in `put`.
+            check(unsafe { ffi::mdb_cursor_del(self.0, flags) })
         }
 
         /// `mdb_cursor_count`.
@@ -1603,6 +1833,104 @@ fn documented_dup_differences() {
     assert_eq!(lt.put(lv, b"j", b"", 0), Ok(()));
     assert_eq!(lt.put(lv, b"j", b"y", 0), Ok(()));
     assert_eq!(lt.put(lv, b"j", b"", 0), Err(Code(lmdb::MDB_BAD_VALSIZE)));
+}
+
+/// The LMDB bug the module doc lists: a write cursor that steps from a key
+/// with several values to one with a single value and deletes it is left on
+/// the next key with the sub-cursor of the first.
+#[test]
+fn lmdb_stale_sub_cursor_after_delete() {
+    use lmdb::{MDB_CREATE, MDB_DUPSORT, MDB_GET_BOTH, MDB_NEXT, MDB_SET_KEY};
+    let ldir = tempfile::tempdir().unwrap();
+    let le = lmdb::Env::open(ldir.path(), MAP_SIZE, 8).unwrap();
+    let mut lt = le.begin(false).unwrap();
+    let sdir = tempfile::tempdir().unwrap();
+    let case = Case {
+        seed: 0,
+        page_size: 4096,
+        write_map: false,
+        dbs: vec![],
+        prog: vec![],
+    };
+    let se = open_sarsen(sdir.path(), &case).unwrap();
+    let mut st = se.write_txn().unwrap();
+    let opts = DbOptions::new().dup_sort(KeyOrder::Bytewise);
+    let e = |k: &[u8], v: &[u8]| Some((k.to_vec(), v.to_vec()));
+    let s = |r: sarsen::Result<Option<(&[u8], &[u8])>>| {
+        r.unwrap().map(|(k, v)| (k.to_vec(), v.to_vec()))
+    };
+    // NEXT after the delete returns the value the old sub-cursor's index
+    // points at: c's third value, not its first.
+    let ld = lt.open_db(Some("d"), MDB_DUPSORT | MDB_CREATE).unwrap();
+    let sd = st.create_db_with(Some("d"), &opts).unwrap();
+    let pairs = [(b"a", b"1"), (b"a", b"2"), (b"a", b"3"), (b"b", b"1")];
+    let pairs = pairs
+        .into_iter()
+        .chain([(b"c", b"1"), (b"c", b"2"), (b"c", b"3"), (b"c", b"4")]);
+    for (k, v) in pairs {
+        lt.put(ld, k, v, 0).unwrap();
+        st.put(sd, k, v).unwrap();
+    }
+    {
+        let (mut lc, mut sc) = (lt.write_cursor(ld).unwrap(), st.cursor_mut(sd).unwrap());
+        assert_eq!(
+            lc.get(MDB_GET_BOTH, Some(b"a"), Some(b"3")).unwrap(),
+            e(b"a", b"3")
+        );
+        assert_eq!(s(sc.seek_both(b"a", b"3")), e(b"a", b"3"));
+        assert_eq!(
+            (lc.get(MDB_NEXT, None, None).unwrap(), s(sc.next())),
+            (e(b"b", b"1"), e(b"b", b"1"))
+        );
+        lc.del(0).unwrap();
+        sc.delete_current().unwrap();
+        assert_eq!(
+            (lc.get(MDB_NEXT, None, None).unwrap(), s(sc.next())),
+            (e(b"c", b"3"), e(b"c", b"1"))
+        );
+    }
+    // With a first key whose sub-page holds one value, the next delete at
+    // the cursor takes the whole next key: c's second value is lost.
+    let ld = lt.open_db(Some("l"), MDB_DUPSORT | MDB_CREATE).unwrap();
+    let sd = st.create_db_with(Some("l"), &opts).unwrap();
+    for (k, v) in [
+        (b"a", b"1"),
+        (b"a", b"2"),
+        (b"b", b"1"),
+        (b"c", b"1"),
+        (b"c", b"2"),
+    ] {
+        lt.put(ld, k, v, 0).unwrap();
+        st.put(sd, k, v).unwrap();
+    }
+    assert_eq!(lt.del_data(ld, b"a", b"1"), Ok(true));
+    assert!(st.delete_dup(sd, b"a", b"1").unwrap());
+    {
+        let (mut lc, mut sc) = (lt.write_cursor(ld).unwrap(), st.cursor_mut(sd).unwrap());
+        assert_eq!(
+            lc.get(MDB_SET_KEY, Some(b"a"), None).unwrap(),
+            e(b"a", b"2")
+        );
+        assert_eq!(s(sc.seek_exact(b"a")), e(b"a", b"2"));
+        assert_eq!(
+            (lc.get(MDB_NEXT, None, None).unwrap(), s(sc.next())),
+            (e(b"b", b"1"), e(b"b", b"1"))
+        );
+        lc.del(0).unwrap();
+        sc.delete_current().unwrap();
+        assert_eq!(
+            (lc.get(MDB_NEXT, None, None).unwrap(), s(sc.next())),
+            (e(b"c", b"1"), e(b"c", b"1"))
+        );
+        lc.del(0).unwrap();
+        sc.delete_current().unwrap();
+    }
+    assert_eq!(
+        (lt.get(ld, b"c"), st.get(sd, b"c").unwrap()),
+        (Ok(None), Some(&b"2"[..]))
+    );
+    // LMDB's entry count still counts it.
+    assert_eq!((lt.entries(ld), st.stat(sd).unwrap().entries), (Ok(2), 2));
 }
 
 /// What the default cases exercise (run with `--ignored --nocapture`): per

@@ -644,7 +644,11 @@ impl Gen {
                     Instr::Clear(db)
                 }
                 69..82 => {
-                    self.cursor_session(db);
+                    if self.rng.random_bool(0.4) {
+                        self.write_cursor_session(db);
+                    } else {
+                        self.cursor_session(db);
+                    }
                     continue;
                 }
                 82..87 if depth < 3 => {
@@ -834,6 +838,67 @@ impl Gen {
             self.prog.push(Instr::Move(m));
         }
         self.prog.push(Instr::CursorClose);
+    }
+
+    /// Writes through a cursor among its moves, sometimes in a walk that
+    /// deletes or rewrites pairs as it goes. The writes at the cursor run
+    /// only where both engines stand on one pair (see the executors).
+    fn write_cursor_session(&mut self, db: usize) {
+        self.prog.push(Instr::WCursorOpen(db));
+        let dups = self.dups(db);
+        if self.rng.random_bool(0.35) {
+            let (start, step) = match self.rng.random_range(0..3) {
+                0 => (Move::First, Move::Next),
+                1 => (Move::Last, Move::Prev),
+                _ => (Move::SetRange(self.key(db)), Move::Next),
+            };
+            self.prog.push(Instr::Move(start));
+            let (del, put) = ([0.1, 0.3, 0.7][self.rng.random_range(0..3)], 0.15);
+            for _ in 0..self.rng.random_range(5..=120) {
+                let r = self.rng.random::<f64>();
+                if r < del {
+                    let key = dups.is_some() && self.rng.random_bool(0.15);
+                    self.prog
+                        .push(if key { Instr::CurDelKey } else { Instr::CurDel });
+                } else if r < del + put {
+                    let v = self.current_val(db);
+                    self.prog.push(Instr::CurPutCurrent(v));
+                }
+                self.prog.push(Instr::Move(step.clone()));
+            }
+        }
+        for _ in 0..self.rng.random_range(1..=16) {
+            let ins = match self.rng.random_range(0..100) {
+                0..10 => {
+                    let k = self.key(db);
+                    Instr::CurPut(k.clone(), self.put_val(db, &k))
+                }
+                10..18 => Instr::CurPutCurrent(self.current_val(db)),
+                18..26 => Instr::CurDel,
+                26..30 if dups.is_some() => Instr::CurDelKey,
+                _ => Instr::Move(match dups {
+                    None => self.plain_move(db),
+                    // No FIRST_DUP, LAST_DUP or GET_MULTIPLE on a write cursor.
+                    Some(d) => loop {
+                        let m = self.dup_move(db, d);
+                        if !matches!(m, Move::FirstDup | Move::LastDup | Move::Multiple) {
+                            break m;
+                        }
+                    },
+                }),
+            };
+            self.prog.push(ins);
+        }
+        self.prog.push(Instr::CursorClose);
+    }
+
+    /// The value for `MDB_CURRENT`: on DUPSORT the one there (it must keep
+    /// its place), else mostly a new one.
+    fn current_val(&mut self, db: usize) -> Option<Val> {
+        if self.dups(db).is_some() || self.rng.random_bool(0.1) {
+            return None;
+        }
+        Some(self.val(db, &B(Vec::new())))
     }
 
     fn plain_move(&mut self, db: usize) -> Move {

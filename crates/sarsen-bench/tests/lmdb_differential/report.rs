@@ -72,7 +72,7 @@ fn first_difference<T: PartialEq + std::fmt::Debug>(
 fn nesting(ins: &Instr) -> i32 {
     match ins {
         Instr::BeginWrite | Instr::BeginRead | Instr::BeginNested => 1,
-        Instr::CursorOpen(_) | Instr::Pin => 1,
+        Instr::CursorOpen(_) | Instr::WCursorOpen(_) | Instr::Pin => 1,
         Instr::Commit | Instr::Abort | Instr::CursorClose | Instr::Unpin => -1,
         _ => 0,
     }
@@ -98,7 +98,7 @@ fn close_open(prog: &[Instr], last: usize) -> Vec<Instr> {
     let mut open = Vec::new();
     for ins in &p {
         match (nesting(ins), ins) {
-            (1, Instr::CursorOpen(_)) => open.push(Instr::CursorClose),
+            (1, Instr::CursorOpen(_) | Instr::WCursorOpen(_)) => open.push(Instr::CursorClose),
             (1, Instr::Pin) => open.push(Instr::Unpin),
             (1, _) => open.push(Instr::Abort),
             (-1, _) => drop(open.pop()),
@@ -129,7 +129,7 @@ fn units(prog: &[Instr], kind: u8) -> Vec<Range<usize>> {
     let skip = end_of(prog, 0) + 1;
     let mut v = Vec::new();
     for (i, ins) in prog.iter().enumerate().skip(skip) {
-        let cursor = matches!(ins, Instr::CursorOpen(_));
+        let cursor = matches!(ins, Instr::CursorOpen(_) | Instr::WCursorOpen(_));
         v.push(match (kind, nesting(ins)) {
             (0, 1) if !cursor => {
                 let e = end_of(prog, i) + 1;
