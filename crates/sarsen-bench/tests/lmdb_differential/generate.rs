@@ -233,8 +233,10 @@ struct DupVals {
     /// How many values a hot key draws from (a third of the keys are hot;
     /// the others draw from a few).
     span: u32,
-    /// DUPFIXED (not integer): the value sizes, one per key by its hash.
-    sizes: Vec<usize>,
+    /// DUPFIXED (not integer): the size of every value. LMDB requires one
+    /// size in the database (Sarsen only per key), so its keys are kept short
+    /// enough for it to fit beside them.
+    size: usize,
 }
 
 /// Sarsen's largest node plus its slot (`Layout::node_max`).
@@ -316,14 +318,18 @@ pub(super) fn gen_program(
         let dups = g.dbs[db].2;
         let vals = dups.map(|d| DupVals {
             span: [8, 40, 300, 900][g.rng.random_range(0..4)],
-            sizes: if d.fixed {
-                let all = [1, 2, 3, 4, 7, 8, 16, 33, 100, 250, 511];
-                let k = g.rng.random_range(1..=3);
-                (0..k)
-                    .map(|_| all[g.rng.random_range(0..all.len())])
-                    .collect()
-            } else {
-                Vec::new()
+            size: {
+                // Not 1: LMDB mishandles 1-byte DUPFIXED values (see the
+                // module doc). One size for the database, as LMDB requires.
+                let all = [2, 3, 4, 7, 8, 16, 33, 100, 250, 511];
+                let s = all[g.rng.random_range(0..all.len())];
+                // Room for a key of 10 bytes at least.
+                let fits = s.min(max_dup_val(page_size, 10));
+                if d.fixed {
+                    fits
+                } else {
+                    0
+                }
             },
         });
         g.vals.push(vals);
@@ -389,10 +395,14 @@ impl Gen {
     }
 
     fn max_key(&self, db: usize) -> usize {
-        if self.dups(db).is_some() {
-            max_dup_key(self.page_size)
-        } else {
-            max_key_for(self.page_size)
+        match (self.dups(db), &self.vals[db]) {
+            (Some(d), Some(v)) if d.fixed && v.size > 0 => {
+                // Key and value within Sarsen's node (`max_dup_val`).
+                let room = node_max(self.page_size) - 10 - v.size;
+                max_dup_key(self.page_size).min(room)
+            }
+            (Some(_), _) => max_dup_key(self.page_size),
+            (None, _) => max_key_for(self.page_size),
         }
     }
 
@@ -454,8 +464,10 @@ impl Gen {
                 let len = match r.random_range(0..100) {
                     0..60 => r.random_range(1..=6),
                     60..88 => r.random_range(7..=40),
-                    _ => r.random_range(41..=max_key),
+                    _ => r.random_range(41..=max_key.max(41)),
                 };
+                // DUPFIXED with large values keeps keys short.
+                let len = len.min(max_key);
                 let mut byte = || {
                     if r.random_bool(0.75) {
                         ALPHABET[r.random_range(0..8)]
@@ -577,8 +589,7 @@ impl Gen {
                 // Fixed: the key's size. Else groups of three values share a
                 // byte stream and differ in length (prefixes of each other).
                 let (len, stream) = if d.fixed {
-                    let s = &vals.sizes;
-                    (s[(khash(key) >> 4) as usize % s.len()], h)
+                    (vals.size, h)
                 } else {
                     let l = match mix(h) % 100 {
                         0..45 => 1 + h % 4,
