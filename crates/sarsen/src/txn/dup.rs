@@ -136,8 +136,12 @@ impl RwTxn<'_> {
     }
 
     /// Adds `key`/`value` after the last pair of the DUPSORT database `db`
-    /// (LMDB's `MDB_APPENDDUP`): `key` must be greater than the last key,
-    /// or equal to it with `value` greater than its last value.
+    /// (LMDB's `MDB_APPENDDUP`, for loading sorted pairs): `key` must be
+    /// greater than the last key, or equal to it with `value` greater than
+    /// its last value. LMDB checks less: it takes any key whose last value
+    /// sorts before `value`; Sarsen refuses a pair that is not the
+    /// database's new last one, which is what a bulk load of sorted pairs
+    /// needs checked.
     ///
     /// Errors: [`Error::KeyNotGreater`] otherwise, leaving the transaction
     /// as it was; [`Error::WrongDupMode`] without DUPSORT; those of
