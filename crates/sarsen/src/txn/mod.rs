@@ -762,7 +762,12 @@ impl<'env> RwTxn<'env> {
     /// The user order of `db`'s duplicate values, if its record says it
     /// has one (`None` otherwise: built-in orders need no lookup).
     pub(crate) fn dup_order(&self, db: Database) -> Result<Option<Order<'env>>> {
-        let rec = self.tree(db)?;
+        self.dup_order_of(db, &self.tree(db)?)
+    }
+
+    /// [`dup_order`](RwTxn::dup_order) of `db`'s tree `rec`, already read
+    /// (reads and cursors have it: no second catalog lookup).
+    fn dup_order_of(&self, db: Database, rec: &DbRecord) -> Result<Option<Order<'env>>> {
         if !btree::dup::custom_dups(rec.flags) {
             return Ok(None);
         }
@@ -885,7 +890,7 @@ impl<'env> RwTxn<'env> {
         if !ord.fits(key) {
             return Ok(None);
         }
-        let dc = self.dup_order(db)?;
+        let dc = self.dup_order_of(db, &rec)?;
         get_in(self.w.source(&self.env.map), &rec, ord, dc, key)
     }
 
@@ -901,7 +906,7 @@ impl<'env> RwTxn<'env> {
     /// A cursor over `db`, seeing this transaction's changes.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Cursor::new(self.src(), rec, ord, self.dup_order(db)?)
+        Cursor::new(self.src(), rec, ord, self.dup_order_of(db, &rec)?)
     }
 
     /// All entries of `db` in key order.
@@ -912,7 +917,8 @@ impl<'env> RwTxn<'env> {
     /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
-        Iter::new(self.src(), rec, ord, self.dup_order(db)?, range)
+        let dc = self.dup_order_of(db, &rec)?;
+        Iter::new(self.src(), rec, ord, dc, range)
     }
 
     /// Statistics of `db` as this transaction sees it.
