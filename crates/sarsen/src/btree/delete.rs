@@ -99,11 +99,8 @@ fn merge_with_sibling(
         }
         (lp.used(), rp.bytes().to_vec())
     };
-    let mut rbuf = rbuf;
-    if !w.is_dirty(rpg) {
-        // Nodes of an older page carry that transaction's FRESH marks.
-        edit::clear_fresh(&mut rbuf, rpg)?;
-    }
+    // The right page's nodes may carry stale `FRESH` marks of an older
+    // commit; they move with the nodes, and sealing clears them.
     let extra = if kind == Kind::Branch { sep.len() } else { 0 };
     let rp = Page::new(&rbuf, rpg)?;
     if lused + rp.used() + extra > cap {

@@ -230,11 +230,12 @@ impl<'a> Page<'a> {
         Ok(off)
     }
 
-    /// Indices and children of the branch nodes carrying `FRESH` (links to
-    /// pages written by the transaction under way). Reads only the flag
+    /// Indices, children and flags of the branch nodes carrying `FRESH`
+    /// (links to pages written by the transaction under way, or stale marks
+    /// of the commit the page was copied from). Reads only the flag
     /// byte and child number of each node: commit calls this on every
     /// dirty branch page.
-    pub(crate) fn fresh_links(&self, out: &mut Vec<(usize, Pgno)>) -> Result<()> {
+    pub(crate) fn fresh_links(&self, out: &mut Vec<(usize, Pgno, u8)>) -> Result<()> {
         // One pass over the slot array, with the checks of `node_off`
         // hoisted: a dirty branch has a hundred nodes or more.
         let b = self.b;
@@ -250,7 +251,36 @@ impl<'a> Page<'a> {
                 return Err(self.err("branch node overruns the page"));
             };
             if nd[12] & node::FRESH != 0 {
-                out.push((i, u32::from_le_bytes([nd[0], nd[1], nd[2], nd[3]])));
+                out.push((i, u32::from_le_bytes([nd[0], nd[1], nd[2], nd[3]]), nd[12]));
+            }
+        }
+        Ok(())
+    }
+
+    /// Indices, targets and flags of the leaf nodes carrying `FRESH`: an
+    /// overflow reference (`BIG`, target the run's first page) or a
+    /// duplicate sub-tree record (`SUBTREE`, target its root). Commit calls
+    /// this on the dirty leaves of trees that have overflow values or
+    /// duplicates, where a `FRESH` mark may be stale (see `btree::seal`).
+    pub(crate) fn fresh_leaf_links(&self, out: &mut Vec<(usize, Pgno, u8)>) -> Result<()> {
+        for i in 0..self.len() {
+            let n = self.leaf(i)?;
+            if n.flags & node::FRESH == 0 {
+                continue;
+            }
+            match n.value {
+                LeafValue::Overflow { .. } if n.flags & node::SUBTREE != 0 => {
+                    return Err(self.err("sub-tree record in an overflow run"));
+                }
+                LeafValue::Overflow { pgno, .. } => out.push((i, pgno, n.flags)),
+                LeafValue::Inline(v) if n.flags & node::SUBTREE != 0 => {
+                    let r = DbRecord::decode(v).ok_or_else(|| {
+                        Error::corrupted(u64::from(self.pgno), "damaged duplicate sub-tree record")
+                    })?;
+                    out.push((i, r.root, n.flags));
+                }
+                // A `FRESH` mark on a plain value means nothing; it is cleared.
+                LeafValue::Inline(_) => out.push((i, 0, n.flags)),
             }
         }
         Ok(())
@@ -258,28 +288,6 @@ impl<'a> Page<'a> {
 
     /// Leaf node `i`.
     #[inline]
-    /// Indices and sub-tree roots of the leaf nodes that hold a duplicate
-    /// sub-tree record with `FRESH` (sub-trees written by this commit).
-    pub(crate) fn fresh_subtrees(&self, out: &mut Vec<(usize, Pgno)>) -> Result<()> {
-        for i in 0..self.len() {
-            let n = self.leaf(i)?;
-            let want = node::SUBTREE | node::FRESH;
-            if n.flags & want == want {
-                let LeafValue::Inline(v) = n.value else {
-                    return Err(Error::corrupted(
-                        u64::from(self.pgno),
-                        "sub-tree record in an overflow run",
-                    ));
-                };
-                let r = DbRecord::decode(v).ok_or_else(|| {
-                    Error::corrupted(u64::from(self.pgno), "damaged duplicate sub-tree record")
-                })?;
-                out.push((i, r.root));
-            }
-        }
-        Ok(())
-    }
-
     pub(crate) fn leaf(&self, i: usize) -> Result<LeafNode<'a>> {
         let off = self.node_off(i)?;
         LeafNode::parse(&self.b[off..]).ok_or_else(|| self.err("leaf node overruns the page"))
@@ -488,36 +496,6 @@ pub(crate) mod edit {
         }
         wr16(b, 6, (n - 1) as u16);
         wr16(b, 16, (u - len) as u16);
-    }
-
-    /// Clears the `FRESH` flag of every node of a page copied from an
-    /// older transaction (its links point at pages that are not dirty now).
-    /// Node offsets are checked: the copy may come from a damaged file.
-    pub(crate) fn clear_fresh(b: &mut [u8], pgno: Pgno) -> Result<()> {
-        let (n, leaf, node_lo) = {
-            let p = Page::new(b, pgno)?;
-            (p.len(), p.is_leaf(), p.node_lo)
-        };
-        let flag_at = if leaf { 0 } else { 12 };
-        // Slots and nodes apart, so that one pass reads the one and writes
-        // the other with no per-node check but the offset's.
-        let (head, nodes) = b.split_at_mut(node_lo);
-        let slots = head
-            .get(HDR..HDR + 2 * n)
-            .ok_or_else(|| Error::corrupted(u64::from(pgno), "slot array overruns the page"))?;
-        for s in slots.chunks_exact(2) {
-            let off = u16::from_le_bytes([s[0], s[1]]) as usize + flag_at;
-            match off.checked_sub(node_lo).and_then(|o| nodes.get_mut(o)) {
-                Some(f) => *f &= !node::FRESH,
-                None => {
-                    return Err(Error::corrupted(
-                        u64::from(pgno),
-                        "slot points outside the node area",
-                    ))
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Mutable bytes of node `i` (from its start to the page end).

@@ -400,11 +400,9 @@ impl Writer {
             b[..lo].copy_from_slice(&s[..lo]);
             b[hi..].copy_from_slice(&s[hi..]);
         }
+        // The copy keeps the older commit's `FRESH` marks; sealing clears
+        // them (`btree::seal`).
         page::set_identity(&mut b, new, self.txnid);
-        if let Err(e) = page::edit::clear_fresh(&mut b, new) {
-            self.recycle(b);
-            return Err(e);
-        }
         self.note_new(new);
         self.dirty.insert(new, b);
         self.freed.push(pgno);
