@@ -58,16 +58,25 @@ impl<'a> Source<'a> for MapSource<'a> {
 /// file may end) and beyond the meta pages.
 #[inline]
 pub(crate) fn map_page<'a>(map: &'a Map, l: &Layout, limit: Pgno, pgno: Pgno) -> Result<Page<'a>> {
+    Page::new(map_page_bytes(map, l, limit, pgno)?, pgno)
+}
+
+/// The `page_size` bytes of page `pgno` in the map, unvalidated; errors as
+/// [`map_page`].
+pub(crate) fn map_page_bytes<'a>(
+    map: &'a Map,
+    l: &Layout,
+    limit: Pgno,
+    pgno: Pgno,
+) -> Result<&'a [u8]> {
     if pgno < page::META_PAGES || pgno >= limit {
         return Err(Error::corrupted(
             u64::from(pgno),
             format!("page number outside the allocated pages 3..{limit}"),
         ));
     }
-    let b = map
-        .slice(pgno as usize * l.psize, l.psize)
-        .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the map"))?;
-    Page::new(b, pgno)
+    map.slice(pgno as usize * l.psize, l.psize)
+        .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the map"))
 }
 
 /// The `len`-byte value stored in the overflow run at `pgno`.

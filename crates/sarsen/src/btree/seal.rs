@@ -82,7 +82,15 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
         }
         p.is_leaf()
     };
-    for (i, target, flags) in links {
+    if let Some(&(_, first, _)) = links.first() {
+        prefetch_dirty(w, first);
+    }
+    for (n, &(i, target, flags)) in links.iter().enumerate() {
+        // The dirty pages were written while the transaction ran and are
+        // cold by now: start loading the next one while this one is sealed.
+        if let Some(&(_, next, _)) = links.get(n + 1) {
+            prefetch_dirty(w, next);
+        }
         let live = target != 0 && w.is_dirty(target);
         if !live {
             // Stale: the target was written by an older commit.
@@ -97,6 +105,13 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
         // A dirty overflow run: its checksum was set when it was written.
     }
     Ok(crate::page::checksum(w.dirty_mut(pgno)?))
+}
+
+/// Starts loading dirty page `pgno` into the cache, if it is dirty.
+fn prefetch_dirty(w: &Writer, pgno: Pgno) {
+    if let Some(b) = w.dirty.get(&pgno) {
+        crate::page::prefetch(&b[..w.layout.psize.min(b.len())]);
+    }
 }
 
 /// Seals the dirty duplicate sub-tree rooted at `root`, whose record is the

@@ -465,7 +465,12 @@ impl<'a> Source<'a> for WSource<'a> {
     fn page(self, pgno: Pgno) -> Result<Page<'a>> {
         match self.w.dirty.get(&pgno) {
             Some(b) => Page::new(&b[..self.w.layout.psize], pgno),
-            None => crate::btree::map_page(self.map, &self.w.layout, self.w.file_pgno, pgno),
+            None => {
+                let l = &self.w.layout;
+                let b = crate::btree::map_page_bytes(self.map, l, self.w.file_pgno, pgno)?;
+                page::prefetch(b);
+                Page::new(b, pgno)
+            }
         }
     }
 
