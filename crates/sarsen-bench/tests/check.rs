@@ -290,6 +290,13 @@ fn repeat_shows_medians_and_report_merges_runs() {
         .expect("run sarsen-bench report");
     ok(&out);
     let report = std::fs::read_to_string(out_dir.join("report.md")).expect("report.md");
+    // One line per merged run under the title, real line breaks (an earlier
+    // version wrote the two characters `\n`, which Markdown shows as text).
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(lines.first(), Some(&"# sarsen-bench report"), "{report}");
+    let runs = lines.iter().filter(|l| l.starts_with("run: `")).count();
+    assert_eq!(runs, 2, "one run line per JSON file in:\n{report}");
+    assert!(!report.contains("\\n"), "escaped line break in:\n{report}");
     for needle in [
         "## fillseq",
         "## readrandom, 1 thread(s)",

@@ -357,9 +357,9 @@ pub fn merge_reports(files: &[std::path::PathBuf], out: &Path) -> Result<()> {
         docs.push(JsonReport::read(f)?);
     }
     let first = docs.first().ok_or("report: no JSON files given")?;
-    let mut text = String::from("# sarsen-bench report\\n\\n");
+    let mut text = String::from("# sarsen-bench report\n\n");
     for d in &docs {
-        text.push_str(&format!("run: `{}`  \\n", d.command));
+        text.push_str(&format!("run: `{}`  \n", d.command));
     }
     let mut engines: Vec<JsonEngine> = Vec::new();
     for e in docs.iter().flat_map(|d| &d.engines) {
@@ -371,7 +371,7 @@ pub fn merge_reports(files: &[std::path::PathBuf], out: &Path) -> Result<()> {
         .iter()
         .map(|e| format!("{} ({})", e.name, e.version))
         .collect();
-    text.push_str(&format!("engines: {}\\n\\n", names.join(", ")));
+    text.push_str(&format!("engines: {}\n\n", names.join(", ")));
     // Sections in order of first appearance: (workload, threads), each rendered with
     // the parameters of the run it first appeared in.
     let mut sections: Vec<(String, usize, usize)> = Vec::new();
