@@ -9,7 +9,11 @@
 source "$(dirname "$0")/lib.sh"
 
 NUM="${NUM:-2000000}"
-ENGINES="${ENGINES:-sarsen,lmdb,libmdbx,redb,fjall,rocksdb}"
+# RocksDB and fjall are left out by default: on a 24 GB machine RocksDB's
+# database grew to 17 GB on /dev/shm under readwhilewriting and, with 4.9 GB of
+# heap, was OOM-killed; fjall's heap reaches 5.5 GB at a quarter of this size.
+# Add them with ENGINES=... on a machine with room.
+ENGINES="${ENGINES:-sarsen,lmdb,libmdbx,redb}"
 RESULTS="${RESULTS:-$ROOT/results/malloc}"
 DB="${DB:-/dev/shm/sarsen-repro-malloc}"
 
