@@ -249,6 +249,34 @@ fn malloc_preloads_each_allocator_or_names_the_missing_package() {
     }
 }
 
+/// Each repetition of deleterandom deletes keys that exist: the runner loads the
+/// database again when the run before left other keys than the first run had
+/// (the second of three runs once timed deletes of keys already gone).
+#[test]
+fn repeated_deleterandom_finds_every_key_it_deletes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = dir.path().join("d.json");
+    ok(&bench(
+        &[
+            "--num=2000",
+            "--benchmarks=fillseq,deleterandom",
+            "--engines=sarsen",
+            "--repeat=3",
+            &format!("--json={}", json.display()),
+        ],
+        &dir.path().join("db"),
+    ));
+    let deletes: Vec<_> = records(&json)
+        .into_iter()
+        .filter(|r| r["workload"] == "deleterandom")
+        .collect();
+    assert_eq!(deletes.len(), 3);
+    for r in &deletes {
+        assert_eq!(r["found"], r["ops"], "a run deleted absent keys: {r}");
+        assert_eq!(r["ops"].as_u64(), Some(2000), "{r}");
+    }
+}
+
 #[test]
 fn repeat_shows_medians_and_report_merges_runs() {
     let dir = tempfile::tempdir().expect("temp dir");
