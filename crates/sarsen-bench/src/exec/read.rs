@@ -191,9 +191,14 @@ pub(super) fn read_random<E: Engine>(ctx: &Ctx<'_, E>) -> Result<Measurement> {
 }
 
 /// The readwhilewriting writer: overwrites random existing keys, one per transaction,
-/// with new values, until `stop`, at most `writes_per_second`. Returns the number of
-/// writes and their latencies.
-fn writer_thread<E: Engine>(ctx: &Ctx<'_, E>, stop: &AtomicBool) -> Result<(u64, Latency)> {
+/// with new values, until `stop`, at most `writes_per_second`; at least once, so that
+/// the write columns always have a figure. Sets `ready` when it starts writing.
+/// Returns the number of writes and their latencies.
+fn writer_thread<E: Engine>(
+    ctx: &Ctx<'_, E>,
+    stop: &AtomicBool,
+    ready: &AtomicBool,
+) -> Result<(u64, Latency)> {
     let mut rng = SmallRng::seed_from_u64(mix64(ctx.p.seed ^ SALT_WRITE));
     let existing = ExistingKeys::new(ctx.p, ctx.before);
     let mut key = vec![0u8; ctx.keys.size()];
@@ -201,12 +206,16 @@ fn writer_thread<E: Engine>(ctx: &Ctx<'_, E>, stop: &AtomicBool) -> Result<(u64,
     let wps = ctx.p.writes_per_second;
     let start = Instant::now();
     let mut n = 0u64;
-    while !stop.load(Ordering::Relaxed) {
+    ready.store(true, Ordering::Release);
+    loop {
         if wps > 0 {
             // Paced: write n is due at n / wps seconds.
             let due = start + Duration::from_secs_f64(n as f64 / wps as f64);
             let now = Instant::now();
             if due > now {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 std::thread::sleep((due - now).min(Duration::from_millis(50)));
                 continue;
             }
@@ -218,16 +227,25 @@ fn writer_thread<E: Engine>(ctx: &Ctx<'_, E>, stop: &AtomicBool) -> Result<(u64,
             .write_batch(&[(&key, ctx.values.get(idx, n + 1))], false)?;
         lat.record(t.elapsed(), 1);
         n += 1;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
     }
     Ok((n, lat))
 }
 
-/// readwhilewriting: readers run to completion while one writer overwrites.
+/// readwhilewriting: readers run to completion while one writer overwrites. The
+/// readers start once the writer has: on tiny data (`--check`, a loaded machine) they
+/// could otherwise finish before the writer's thread ran at all.
 pub(super) fn read_while_writing<E: Engine>(ctx: &Ctx<'_, E>) -> Result<Measurement> {
     let stop = AtomicBool::new(false);
-    let start = Instant::now();
+    let ready = AtomicBool::new(false);
     let (reads, writes, wall) = std::thread::scope(|s| {
-        let writer = s.spawn(|| writer_thread(ctx, &stop));
+        let writer = s.spawn(|| writer_thread(ctx, &stop, &ready));
+        while !ready.load(Ordering::Acquire) && !writer.is_finished() {
+            std::thread::yield_now();
+        }
+        let start = Instant::now();
         let reads = run_readers(ctx, start, "readwhilewriting");
         let wall = start.elapsed();
         stop.store(true, Ordering::Relaxed);
