@@ -5,8 +5,11 @@
 //! in one page; the parent loses the separator and is checked in turn. A
 //! root branch left with one child is replaced by that child, so the tree
 //! shrinks by a level; an empty root leaf leaves an empty tree. Pages that
-//! cannot merge stay as they are: every page keeps at least one node, which
-//! is all that search and cursors need.
+//! cannot merge stay as they are. That includes a leaf emptied under a
+//! branch whose sibling is too full to merge with, which leaves the branch
+//! one child: search still finds every key, cursors step over the empty
+//! leaf, and `append` compares with the last key rather than trusting the
+//! descent to end at the right edge.
 
 use super::insert::{branch_node, remove_leaf_node, set_child, touch_path};
 use super::{descend, Path, Source};
@@ -37,7 +40,7 @@ pub(crate) fn delete(
     w.reserve(map, 2 * rec.depth as usize + 1, 0)?;
     touch_path(w, map, rec, &mut path)?;
     let leaf = path.leaf();
-    remove_leaf_node(w, rec, leaf.pgno, leaf.idx)?;
+    remove_leaf_node(w, rec, leaf.pgno, leaf.idx())?;
     rec.entries = rec.entries.saturating_sub(1);
     rebalance(w, map, rec, &path)?;
     Ok(true)
@@ -58,7 +61,7 @@ pub(crate) fn rebalance(w: &mut Writer, map: &Map, rec: &mut DbRecord, path: &Pa
             return Ok(());
         }
         let parent = path.steps[level - 1];
-        if !merge_with_sibling(w, map, rec, parent.pgno, parent.idx, kind)? {
+        if !merge_with_sibling(w, map, rec, parent.pgno, parent.idx(), kind)? {
             return Ok(());
         }
         level -= 1;

@@ -123,7 +123,7 @@ pub(crate) fn lookup<'a, S: Source<'a>>(
         return Ok(None);
     }
     let leaf = path.leaf();
-    let n = s.page(leaf.pgno)?.leaf(leaf.idx)?;
+    let n = s.page(leaf.pgno)?.leaf(leaf.idx())?;
     vals(&n, d, leaf.pgno).map(Some)
 }
 

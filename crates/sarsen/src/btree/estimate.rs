@@ -38,15 +38,15 @@ pub(crate) fn rank<'a, S: Source<'a>>(
         let p = s.page(st.pgno)?;
         let n = p.len();
         if p.is_leaf() || n > WEIGHED_FANOUT {
-            frac = (st.idx as f64 + frac) / n.max(1) as f64;
+            frac = (st.idx() as f64 + frac) / n.max(1) as f64;
             continue;
         }
         let (mut before, mut total, mut own) = (0.0, 0.0, 0.0);
         for i in 0..n {
             let w = s.page(p.branch(i)?.child)?.len().max(1) as f64;
-            if i < st.idx {
+            if i < st.idx() {
                 before += w;
-            } else if i == st.idx {
+            } else if i == st.idx() {
                 own = w;
             }
             total += w;

@@ -42,6 +42,9 @@ pub(crate) fn put_node(
     val: &[u8],
     flags: u8,
 ) -> Result<()> {
+    if flags == 0 && append_to_hint(w, rec, ord, key, val)? {
+        return Ok(());
+    }
     reserve_for(w, map, rec, key.len(), val.len())?;
     if rec.root == 0 {
         let pgno = w.new_page(map, Kind::Leaf)?;
@@ -58,6 +61,91 @@ pub(crate) fn put_node(
         }
     };
     put_at(w, map, rec, key, val, flags, &path, found, hinted)
+}
+
+/// Appends `key` = `val` after the last key of the tree `rec` (LMDB's
+/// `MDB_APPEND`). `KeyNotGreater`, before anything changes, unless `key`
+/// sorts after every key in `ord`. After an append, or a put at the right
+/// edge, the append hint makes the check one compare with the last key of
+/// the hinted leaf, and no descent is needed.
+pub(crate) fn append(
+    w: &mut Writer,
+    map: &Map,
+    rec: &mut DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+    val: &[u8],
+) -> Result<()> {
+    if append_to_hint(w, rec, ord, key, val)? {
+        return Ok(());
+    }
+    if !sorts_last(w, map, rec, ord, key)? {
+        return Err(Error::KeyNotGreater);
+    }
+    put(w, map, rec, ord, key, val)
+}
+
+/// The append hint's fast path: when the last change to `rec` appended at
+/// its right edge, `key` sorts after the last key of that leaf, and the
+/// inline node fits there, inserts it with no descent and no reservation
+/// (nothing is allocated). LMDB's `MDB_APPEND` likewise goes to the last
+/// leaf its cursor holds. Returns false, having changed nothing, otherwise.
+fn append_to_hint(
+    w: &mut Writer,
+    rec: &mut DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+    val: &[u8],
+) -> Result<bool> {
+    let pgno = match &w.append_hint {
+        Some((root, hint)) if *root == rec.root => hint.leaf().pgno,
+        _ => return Ok(false),
+    };
+    if !w.layout.inline(key.len(), val.len()) || !w.is_dirty(pgno) {
+        return Ok(false);
+    }
+    let mut nd = std::mem::take(&mut w.scratch);
+    nd.clear();
+    nd.resize(node::leaf_len(key.len(), val.len(), false), 0);
+    node::write_leaf(&mut nd, key, &LeafValue::Inline(val), 0);
+    let r = w
+        .dirty_mut(pgno)
+        .and_then(|b| append_to_leaf(b, pgno, ord, key, &nd));
+    w.scratch = nd;
+    if matches!(r, Ok(true)) {
+        rec.entries = rec.entries.saturating_add(1);
+    }
+    r
+}
+
+/// Inserts node `nd` of `key` at the end of leaf `b` (page `pgno`) if
+/// `key` sorts after its last key and the node fits; whether it did.
+fn append_to_leaf(b: &mut [u8], pgno: Pgno, ord: Order<'_>, key: &[u8], nd: &[u8]) -> Result<bool> {
+    let n = {
+        let p = Page::new(b, pgno)?;
+        let n = p.len();
+        if n == 0 || !ord.lt(p.leaf(n - 1)?.key, key) {
+            return Ok(false);
+        }
+        n
+    };
+    Ok(edit::insert_raw(b, n, nd))
+}
+
+/// Whether `key` sorts after every key of the tree `rec` in `ord` (true for
+/// an empty tree). This reads the last key: a descent for `key` may end
+/// short of the right edge, before a leaf that deletes left empty with its
+/// separator (see `delete.rs`).
+pub(crate) fn sorts_last(
+    w: &Writer,
+    map: &Map,
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<bool> {
+    let src = crate::cursor::AnySource::Write(w.source(map));
+    let mut c = crate::cursor::RawCursor::new(src, *rec, ord);
+    Ok(c.last()?.is_none_or(|(last, _)| ord.lt(last, key)))
 }
 
 /// Merges into `key` of the non-empty tree or the empty tree `rec` with one
@@ -84,7 +172,7 @@ pub(crate) fn merge(
         let s = w.source(map);
         let old = if found {
             let leaf = path.leaf();
-            Some(s.value(s.page(leaf.pgno)?.leaf(leaf.idx)?.value)?)
+            Some(s.value(s.page(leaf.pgno)?.leaf(leaf.idx())?.value)?)
         } else {
             None
         };
@@ -146,10 +234,10 @@ fn put_at(
     let run = if big { l.overflow_pages(val.len()) } else { 0 };
     let leaf = path.leaf();
     if found {
-        if overwrite_in_place(w, leaf.pgno, leaf.idx, val, big, flags)? {
+        if overwrite_in_place(w, leaf.pgno, leaf.idx(), val, big, flags)? {
             return Ok(());
         }
-        remove_leaf_node(w, rec, leaf.pgno, leaf.idx)?;
+        remove_leaf_node(w, rec, leaf.pgno, leaf.idx())?;
         rec.entries = rec.entries.saturating_sub(1);
     }
     let value = if big {
@@ -171,14 +259,19 @@ fn put_at(
     let leaf_pages = rec.leaf_pages;
     // A hinted path ends at the right edge by construction.
     let at_end = hinted || (!found && is_rightmost(w, map, path, path.len)?);
-    let r = insert_node(w, map, rec, path, path.len - 1, leaf.idx, &scratch);
+    let r = insert_node(w, map, rec, path, path.len - 1, leaf.idx(), &scratch);
     w.scratch = scratch;
     r?;
     rec.entries = rec.entries.saturating_add(1);
     // Appended at the right edge without a split: the next put of a larger
-    // key can go straight to this leaf.
+    // key can go straight to this leaf. A hinted path came from the hint,
+    // which still holds it (the leaf index in a hint is not used).
     if at_end && rec.leaf_pages == leaf_pages {
-        w.append_hint = Some((rec.root, *path));
+        if !hinted || w.append_hint.as_ref().is_none_or(|(r, _)| *r != rec.root) {
+            w.append_hint = Some((rec.root, *path));
+        }
+    } else if hinted {
+        w.append_hint = None;
     }
     Ok(())
 }
@@ -194,24 +287,29 @@ fn append_path(
     ord: Order<'_>,
     key: &[u8],
 ) -> Result<Option<Path>> {
-    let Some((root, mut path)) = w.append_hint.take() else {
+    // A hint for another tree stays valid: this put does not touch it. A
+    // hint for this tree that does not apply is dropped, and so is this
+    // one if the put splits; `put_at` keeps it when the path holds.
+    let Some((root, hint)) = &w.append_hint else {
         return Ok(None);
     };
-    if root != rec.root {
-        // A hint for another tree stays valid: this put does not touch it.
-        w.append_hint = Some((root, path));
+    if *root != rec.root {
         return Ok(None);
     }
-    let leaf = path.leaf().pgno;
-    if !w.is_dirty(leaf) {
+    let leaf = hint.leaf().pgno;
+    let n = if w.is_dirty(leaf) {
+        let p = w.source(map).page(leaf)?;
+        let n = p.len();
+        (n > 0 && ord.lt(p.leaf(n - 1)?.key, key)).then_some(n)
+    } else {
+        None
+    };
+    let Some(n) = n else {
+        w.append_hint = None;
         return Ok(None);
-    }
-    let p = w.source(map).page(leaf)?;
-    let n = p.len();
-    if n == 0 || !ord.lt(p.leaf(n - 1)?.key, key) {
-        return Ok(None);
-    }
-    path.steps[path.len - 1].idx = n;
+    };
+    let mut path = *hint;
+    path.steps[path.len - 1].set_idx(n);
     Ok(Some(path))
 }
 
@@ -290,7 +388,7 @@ pub(crate) fn touch_path(
             rec.root = new;
         } else {
             let parent = path.steps[level - 1];
-            set_child(w, parent.pgno, parent.idx, new)?;
+            set_child(w, parent.pgno, parent.idx(), new)?;
         }
     }
     Ok(())
@@ -340,7 +438,7 @@ fn is_rightmost(w: &Writer, map: &Map, path: &Path, level: usize) -> Result<bool
         } else {
             n.saturating_sub(1)
         };
-        if st.idx != last {
+        if st.idx() != last {
             return Ok(false);
         }
     }
@@ -407,7 +505,7 @@ fn split(
         new_root(w, map, rec, pg, &link)
     } else {
         let parent = path.steps[level - 1];
-        insert_node(w, map, rec, path, level - 1, parent.idx + 1, &link)
+        insert_node(w, map, rec, path, level - 1, parent.idx() + 1, &link)
     }
 }
 

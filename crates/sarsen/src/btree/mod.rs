@@ -178,11 +178,32 @@ pub(crate) fn get<'a, S: Source<'a>>(
     Err(bad_level(pgno))
 }
 
-/// One level of a descent: the page and the index taken in it.
+/// One level of a descent: the page and the index taken in it. Eight
+/// bytes, so that a [`Path`] (copied whole into and out of the append hint)
+/// stays small: an index in a page is below the page size, far under 2^32.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Step {
     pub pgno: Pgno,
-    pub idx: usize,
+    at: u32,
+}
+
+impl Step {
+    pub(crate) fn new(pgno: Pgno, idx: usize) -> Step {
+        Step {
+            pgno,
+            at: idx as u32,
+        }
+    }
+
+    /// The index taken in the page.
+    #[inline]
+    pub(crate) fn idx(&self) -> usize {
+        self.at as usize
+    }
+
+    pub(crate) fn set_idx(&mut self, idx: usize) {
+        self.at = idx as u32;
+    }
 }
 
 /// A root-to-leaf path (fixed size: no allocation).
@@ -222,12 +243,12 @@ pub(crate) fn descend<'a, S: Source<'a>>(
         }
         if p.is_leaf() {
             let (i, eq) = p.search_leaf(key, ord)?;
-            path.steps[level - 1] = Step { pgno, idx: i };
+            path.steps[level - 1] = Step::new(pgno, i);
             path.len = level;
             return Ok((path, eq));
         }
         let i = p.search_branch(key, ord)?;
-        path.steps[level - 1] = Step { pgno, idx: i };
+        path.steps[level - 1] = Step::new(pgno, i);
         pgno = p.branch(i)?.child;
     }
     Err(bad_level(pgno))

@@ -285,7 +285,7 @@ impl<'a> RawCursor<'a> {
             if lp.len() > 0 {
                 return self.current();
             }
-            // An empty leaf (only in a damaged or transient tree): keep going.
+            // An empty leaf (see `btree/delete.rs`): keep going.
         }
     }
 }

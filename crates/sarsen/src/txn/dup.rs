@@ -94,8 +94,7 @@ impl RwTxn<'_> {
     /// # }
     /// ```
     pub fn put_no_dup_data(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<bool> {
-        let dc = self.dup_order(db)?;
-        self.change_ord(db, |w, map, rec, ord| {
+        self.change_ord(db, |w, map, rec, ord, dc| {
             let d = need_dups(rec, dc, "put_no_dup_data")?;
             super::check_key(ord, key)?;
             put(w, map, rec, ord, d, key, value)
@@ -125,8 +124,7 @@ impl RwTxn<'_> {
     /// # }
     /// ```
     pub fn delete_dup(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<bool> {
-        let dc = self.dup_order(db)?;
-        self.change_ord(db, |w, map, rec, ord| {
+        self.change_ord(db, |w, map, rec, ord, dc| {
             let d = need_dups(rec, dc, "delete_dup")?;
             if !ord.fits(key) || key.len() > max_dup_key(&w.layout) {
                 return Ok(false);

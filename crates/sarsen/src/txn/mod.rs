@@ -635,6 +635,24 @@ fn key_order_of(env: &Env, db: Database, ord: Order<'_>) -> KeyOrder {
 }
 
 /// `BadKeySize` for a key that an integer order does not take.
+/// `KeyTooLarge` or `ValueTooLarge` for a pair over `env`'s limits.
+fn check_sizes(env: &Env, key: &[u8], value: &[u8]) -> Result<()> {
+    let max = env.layout.max_key;
+    if key.len() > max {
+        return Err(Error::KeyTooLarge {
+            len: key.len(),
+            max,
+        });
+    }
+    if value.len() > MAX_VALUE {
+        return Err(Error::ValueTooLarge {
+            len: value.len(),
+            max: MAX_VALUE,
+        });
+    }
+    Ok(())
+}
+
 fn check_key(ord: Order<'_>, key: &[u8]) -> Result<()> {
     match ord.key_size() {
         Some(n) if key.len() != n => Err(Error::BadKeySize {
@@ -836,19 +854,55 @@ impl<'env> RwTxn<'env> {
         db: Database,
         f: impl FnOnce(&mut Writer, &crate::io::Map, &mut DbRecord) -> Result<T>,
     ) -> Result<T> {
+        let rec = self.current(db)?;
+        self.apply(db, rec, f)
+    }
+
+    /// [`change`](RwTxn::change) with the key order of `db`'s tree and the
+    /// order of its duplicates (`None` unless it has a custom one), looked
+    /// up once with the record.
+    fn change_ord<T>(
+        &mut self,
+        db: Database,
+        f: impl FnOnce(
+            &mut Writer,
+            &crate::io::Map,
+            &mut DbRecord,
+            Order<'env>,
+            Option<Order<'env>>,
+        ) -> Result<T>,
+    ) -> Result<T> {
+        let rec = self.current(db)?;
+        let ord = self.order(db, &rec)?;
+        let dc = self.dup_order_of(db, &rec)?;
+        self.apply(db, rec, |w, map, rec| f(w, map, rec, ord, dc))
+    }
+
+    /// The record of `db`'s tree, for a change: `BadTxn` once the
+    /// transaction is broken, `DbNotFound` for a dropped database.
+    fn current(&mut self, db: Database) -> Result<DbRecord> {
         if self.broken {
             return Err(Error::BadTxn);
         }
-        let mut rec = if db.dbi == 0 {
-            self.w.main
-        } else {
-            let n = self.named(db)?;
-            if !n.exists {
-                let name = self.env.registry.name(db)?.unwrap_or_default();
-                return Err(Error::DbNotFound { name: name.into() });
-            }
-            n.rec
-        };
+        if db.dbi == 0 {
+            return Ok(self.w.main);
+        }
+        let n = self.named(db)?;
+        if !n.exists {
+            let name = self.env.registry.name(db)?.unwrap_or_default();
+            return Err(Error::DbNotFound { name: name.into() });
+        }
+        Ok(n.rec)
+    }
+
+    /// Runs `f` on `rec`, [`current`](RwTxn::current) for `db`, and keeps
+    /// the record it leaves if it succeeds.
+    fn apply<T>(
+        &mut self,
+        db: Database,
+        mut rec: DbRecord,
+        f: impl FnOnce(&mut Writer, &crate::io::Map, &mut DbRecord) -> Result<T>,
+    ) -> Result<T> {
         let before = rec;
         let r = f(&mut self.w, &self.env.map, &mut rec);
         match &r {
@@ -868,19 +922,6 @@ impl<'env> RwTxn<'env> {
             Err(_) => {}
         }
         r
-    }
-
-    /// [`change`](RwTxn::change) with the key order of `db`'s tree.
-    fn change_ord<T>(
-        &mut self,
-        db: Database,
-        f: impl FnOnce(&mut Writer, &crate::io::Map, &mut DbRecord, Order<'env>) -> Result<T>,
-    ) -> Result<T> {
-        if self.broken {
-            return Err(Error::BadTxn);
-        }
-        let (_, ord) = self.tree_ord(db)?;
-        self.change(db, |w, map, rec| f(w, map, rec, ord))
     }
 
     /// The value of `key` in `db`, including this transaction's changes.
@@ -1226,11 +1267,10 @@ impl<'env> RwTxn<'env> {
             });
         };
         let must_record = self.check_recorded(db, op.as_ref())?;
-        let (rec, ord) = self.tree_ord(db)?;
-        dup::refuse_dups(&rec, "merge")?;
-        check_key(ord, key)?;
         let mut out = std::mem::take(&mut self.w.merge_buf);
-        let r = self.change_ord(db, |w, map, rec, ord| {
+        let r = self.change_ord(db, |w, map, rec, ord, _| {
+            dup::refuse_dups(rec, "merge")?;
+            check_key(ord, key)?;
             insert::merge(w, map, rec, ord, key, &mut out, |old, out| {
                 op.full_merge(key, old, operands, out)
                     .map_err(|source| Error::Merge {
@@ -1276,21 +1316,8 @@ impl<'env> RwTxn<'env> {
     /// [`Error::UpperBoundReached`], [`Error::DbNotFound`],
     /// [`Error::BadKeySize`] (a database of integer keys).
     pub fn put(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
-        let max = self.env.layout.max_key;
-        if key.len() > max {
-            return Err(Error::KeyTooLarge {
-                len: key.len(),
-                max,
-            });
-        }
-        if value.len() > MAX_VALUE {
-            return Err(Error::ValueTooLarge {
-                len: value.len(),
-                max: MAX_VALUE,
-            });
-        }
-        let dc = self.dup_order(db)?;
-        self.change_ord(db, |w, map, rec, ord| {
+        check_sizes(self.env, key, value)?;
+        self.change_ord(db, |w, map, rec, ord, dc| {
             check_key(ord, key)?;
             if let Some(d) = dup::dups_of(rec, dc)? {
                 return dup::put(w, map, rec, ord, d, key, value).map(drop);
@@ -1309,8 +1336,7 @@ impl<'env> RwTxn<'env> {
             }
             return self.tree(db).map(|_| false);
         }
-        let dc = self.dup_order(db)?;
-        self.change_ord(db, |w, map, rec, ord| {
+        self.change_ord(db, |w, map, rec, ord, dc| {
             if !ord.fits(key) {
                 return Ok(false);
             }

@@ -5,7 +5,7 @@
 use std::ops::{Bound, RangeBounds};
 
 use super::RwTxn;
-use crate::btree::delete;
+use crate::btree::{delete, insert};
 use crate::cursor::RawCursor;
 use crate::db::Database;
 use crate::error::{Error, Result};
@@ -63,34 +63,19 @@ impl RwTxn<'_> {
     /// # Ok::<(), sarsen::Error>(())
     /// ```
     pub fn append(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
-        let (rec, ord) = self.tree_ord(db)?;
-        super::check_key(ord, key)?;
-        if rec.root != 0 && !self.after_last_key(&rec, ord, key)? {
-            return Err(Error::KeyNotGreater);
-        }
-        self.put(db, key, value)
-    }
-
-    /// Whether `key` sorts after the last key of the non-empty tree `rec`.
-    /// When the last put appended to this tree, its leaf (the append hint)
-    /// holds the last key, and no descent is needed.
-    fn after_last_key(
-        &self,
-        rec: &crate::page::DbRecord,
-        ord: crate::order::Order<'_>,
-        key: &[u8],
-    ) -> Result<bool> {
-        let src = self.w.source(&self.env.map);
-        if let Some((root, path)) = &self.w.append_hint {
-            if *root == rec.root {
-                let leaf = crate::btree::Source::page(src, path.leaf().pgno)?;
-                if leaf.len() > 0 {
-                    return Ok(ord.lt(leaf.leaf(leaf.len() - 1)?.key, key));
+        super::check_sizes(self.env, key, value)?;
+        self.change_ord(db, |w, map, rec, ord, dc| {
+            super::check_key(ord, key)?;
+            match super::dup::dups_of(rec, dc)? {
+                Some(d) => {
+                    if !insert::sorts_last(w, map, rec, ord, key)? {
+                        return Err(Error::KeyNotGreater);
+                    }
+                    super::dup::put(w, map, rec, ord, d, key, value).map(drop)
                 }
+                None => insert::append(w, map, rec, ord, key, value),
             }
-        }
-        let mut c = RawCursor::new(self.src(), *rec, ord);
-        Ok(c.last()?.is_none_or(|(last, _)| ord.lt(last, key)))
+        })
     }
 
     /// Puts `key` with a `len`-byte value that `fill` writes (LMDB's
