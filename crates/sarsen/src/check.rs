@@ -368,6 +368,10 @@ impl<'a> Walk<'a> {
         leaf: &mut impl FnMut(&mut Self, &[u8], &[u8], Pgno),
     ) {
         let at = u64::from(n.pgno);
+        if p.len() == 0 {
+            // Deletes free an emptied leaf (see `btree/delete.rs`).
+            self.problem(at, tree, "leaf page without nodes");
+        }
         let mut prev: Option<&[u8]> = None;
         for i in 0..p.len() {
             let nd = match p.leaf(i) {

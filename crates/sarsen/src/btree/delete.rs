@@ -5,11 +5,15 @@
 //! in one page; the parent loses the separator and is checked in turn. A
 //! root branch left with one child is replaced by that child, so the tree
 //! shrinks by a level; an empty root leaf leaves an empty tree. Pages that
-//! cannot merge stay as they are. That includes a leaf emptied under a
-//! branch whose sibling is too full to merge with, which leaves the branch
-//! one child: search still finds every key, cursors step over the empty
-//! leaf, and `append` compares with the last key rather than trusting the
-//! descent to end at the right edge.
+//! cannot merge stay as they are, so a branch can be left with one child
+//! (its sibling too full to merge with). If that child empties, it has no
+//! sibling to merge into: it is removed, and the branch, now empty, merges
+//! or goes in turn. So no page is left without a node.
+//!
+//! A file written before that rule may hold an empty leaf under a branch of
+//! one child. `check` reports it; search still finds every key, cursors
+//! step over the leaf, and `append` compares with the last key rather than
+//! trusting a descent to end at the right edge.
 
 use super::insert::{branch_node, remove_leaf_node, set_child, touch_path};
 use super::{descend, Path, Source};
@@ -62,11 +66,46 @@ pub(crate) fn rebalance(w: &mut Writer, map: &Map, rec: &mut DbRecord, path: &Pa
         }
         let parent = path.steps[level - 1];
         if !merge_with_sibling(w, map, rec, parent.pgno, parent.idx(), kind)? {
-            return Ok(());
+            if n > 0 {
+                return Ok(());
+            }
+            // Empty, and its parent has no other child to merge it with:
+            // it goes, and the parent, now empty too, is next.
+            drop_only_child(w, rec, parent.pgno, pg, kind)?;
         }
         level -= 1;
     }
     collapse_root(w, map, rec)
+}
+
+/// Removes the empty page `pg`, the only child of dirty branch `ppg`, from
+/// the tree, leaving `ppg` without children.
+fn drop_only_child(
+    w: &mut Writer,
+    rec: &mut DbRecord,
+    ppg: Pgno,
+    pg: Pgno,
+    kind: Kind,
+) -> Result<()> {
+    let pb = w.dirty_mut(ppg)?;
+    let len = {
+        let p = Page::new(pb, ppg)?;
+        let only = p.branch(0)?;
+        if p.len() != 1 || only.child != pg {
+            return Err(Error::corrupted(
+                u64::from(ppg),
+                "empty page is not the only child",
+            ));
+        }
+        only.stored_len()
+    };
+    edit::remove(pb, 0, len);
+    w.free(pg, 1);
+    match kind {
+        Kind::Leaf => rec.leaf_pages = rec.leaf_pages.saturating_sub(1),
+        _ => rec.branch_pages = rec.branch_pages.saturating_sub(1),
+    }
+    Ok(())
 }
 
 /// Merges child `idx` of dirty branch `ppg` with a neighbour when both fit
@@ -90,7 +129,7 @@ fn merge_with_sibling(
         let r = pp.branch(ri)?;
         (li, ri, pp.branch(li)?.child, r.child, r.key.to_vec())
     };
-    let (lused, rbuf) = {
+    let (lused, lempty, rbuf) = {
         let s = w.source(map);
         let lp = s.page(lpg)?;
         let rp = s.page(rpg)?;
@@ -100,12 +139,20 @@ fn merge_with_sibling(
                 "siblings of different kinds",
             ));
         }
-        (lp.used(), rp.bytes().to_vec())
+        (lp.used(), lp.len() == 0, rp.bytes().to_vec())
     };
     // The right page's nodes may carry stale `FRESH` marks of an older
     // commit; they move with the nodes, and sealing clears them.
-    let extra = if kind == Kind::Branch { sep.len() } else { 0 };
     let rp = Page::new(&rbuf, rpg)?;
+    // The separator becomes the key of the right branch's first child,
+    // unless that child becomes the first of the page (a left branch left
+    // empty by `drop_only_child`), whose first node has no key.
+    let sep_key: &[u8] = if lempty { &[] } else { &sep };
+    let extra = if kind == Kind::Branch && rp.len() > 0 {
+        sep_key.len()
+    } else {
+        0
+    };
     if lused + rp.used() + extra > cap {
         return Ok(false);
     }
@@ -119,7 +166,7 @@ fn merge_with_sibling(
         let at = base + k;
         let ok = if kind == Kind::Branch && k == 0 {
             let b = rp.branch(0)?;
-            edit::insert_raw(lb, at, &branch_node(&sep, b.child, b.cksum, b.flags))
+            edit::insert_raw(lb, at, &branch_node(sep_key, b.child, b.cksum, b.flags))
         } else {
             edit::insert_raw(lb, at, rp.raw_node(k)?)
         };
@@ -151,14 +198,18 @@ fn collapse_root(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result<()> {
             };
             (p.is_leaf(), p.len(), child.map(|c| (c.child, c.cksum)))
         };
+        if n == 0 {
+            // An empty root leaf, or a root branch whose last child went
+            // (`drop_only_child`): the tree is empty.
+            w.free(root, 1);
+            rec.root = 0;
+            rec.depth = 0;
+            rec.leaf_pages = 0;
+            rec.branch_pages = 0;
+            rec.root_cksum = 0;
+            return Ok(());
+        }
         if leaf {
-            if n == 0 {
-                w.free(root, 1);
-                rec.root = 0;
-                rec.depth = 0;
-                rec.leaf_pages = 0;
-                rec.root_cksum = 0;
-            }
             return Ok(());
         }
         let Some((child, cksum)) = child else {
