@@ -204,22 +204,29 @@ fn a_writer_killed_holding_the_lock_lets_the_next_one_in() {
     }
     let before = env.read_txn().unwrap().txnid();
     std::thread::scope(|s| {
+        // The waiter reports when it got the lock. (Timing its wait from
+        // inside the thread was flaky: under load the thread can start
+        // late in the 300 ms below.)
         let waiter = s.spawn(|| {
-            let start = Instant::now();
             let mut w = env.write_txn().unwrap();
+            let locked_at = Instant::now();
             w.put(env.main_db(), b"after", b"y").unwrap();
             w.commit().unwrap();
-            start.elapsed()
+            locked_at
         });
         std::thread::sleep(Duration::from_millis(300));
         assert!(
             !waiter.is_finished(),
             "the lock holder is alive: the writer waits"
         );
+        let killed_at = Instant::now();
         child.kill().unwrap();
         child.wait().unwrap();
-        let waited = waiter.join().unwrap();
-        assert!(waited >= Duration::from_millis(300));
+        let locked_at = waiter.join().unwrap();
+        assert!(
+            locked_at >= killed_at,
+            "the writer got in only once the holder died"
+        );
     });
     let r = env.read_txn().unwrap();
     assert_eq!(r.txnid(), before + 1);
