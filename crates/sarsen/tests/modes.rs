@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use common::{base_seed, cases, mix, OnFail};
+use common::OnFail;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sarsen::{Database, Env, EnvOptions, Error, RwTxn};
@@ -132,9 +132,7 @@ fn step(rng: &mut SmallRng, w: &mut RwTxn, db: Database, m: &mut Map, seq: &mut 
 
 #[test]
 fn write_modes_match_the_model() {
-    let (base, replay) = base_seed("modes");
-    for c in 0..if replay { 1 } else { cases(4) } {
-        let seed = if replay { base } else { mix(base ^ c as u64) };
+    for (c, seed) in common::case_seeds("modes", 4).into_iter().enumerate() {
         let mut rng = SmallRng::seed_from_u64(seed);
         let dir = tempfile::tempdir().unwrap();
         let env = open(dir.path());
@@ -362,9 +360,7 @@ fn edge_other(rng: &mut SmallRng, w: &mut RwTxn, db: Database, m: &mut Map, log:
 /// outer transactions that abort or commit.
 #[test]
 fn right_edge_writes_match_the_model() {
-    let (base, replay) = base_seed("right_edge");
-    for c in 0..if replay { 1 } else { cases(4) } {
-        let seed = if replay { base } else { mix(base ^ c as u64) };
+    for seed in common::case_seeds("right_edge", 4) {
         let mut rng = SmallRng::seed_from_u64(seed);
         let dir = tempfile::tempdir().unwrap();
         let env = open(dir.path());
@@ -411,12 +407,8 @@ fn right_edge_writes_match_the_model() {
             }
             let r = env.read_txn().unwrap();
             for (db, m) in dbs.iter().zip(&committed) {
-                let got: Map = r
-                    .iter(*db)
-                    .unwrap()
-                    .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
-                    .collect();
-                assert_eq!(&got, m);
+                let got = common::collect(r.iter(*db).unwrap(), "committed");
+                assert_eq!(got, m.clone().into_iter().collect::<Vec<_>>());
             }
             drop(r);
             common::assert_check(&env, "after the transaction");
@@ -430,9 +422,7 @@ fn right_edge_writes_match_the_model() {
 /// without nodes; the model checks the contents.
 #[test]
 fn deletes_leave_no_empty_page() {
-    let (base, replay) = base_seed("no_empty_page");
-    for c in 0..if replay { 1 } else { cases(4) } {
-        let seed = if replay { base } else { mix(base ^ c as u64) };
+    for seed in common::case_seeds("no_empty_page", 4) {
         let mut rng = SmallRng::seed_from_u64(seed);
         let _log = OnFail(format!("SEED={seed}\n"));
         let dir = tempfile::tempdir().unwrap();

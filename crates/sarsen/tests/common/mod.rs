@@ -49,6 +49,17 @@ pub fn cases(default: usize) -> usize {
     default
 }
 
+/// The seeds of a randomized test's cases: `SARSEN_SEED` alone when it is
+/// set (a replay), else [`cases`]`(default)` seeds derived from a fresh
+/// base seed, which [`base_seed`] prints.
+pub fn case_seeds(test: &str, default: usize) -> Vec<u64> {
+    let (base, replay) = base_seed(test);
+    if replay {
+        return vec![base];
+    }
+    (0..cases(default)).map(|c| mix(base ^ c as u64)).collect()
+}
+
 pub fn scale() -> usize {
     std::env::var("SARSEN_TEST_SCALE")
         .ok()
