@@ -82,15 +82,26 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
         }
         p.is_leaf()
     };
-    if let Some(&(_, first, _)) = links.first() {
-        prefetch_dirty(w, first);
-    }
+    // A leaf hashed since its last change (`Writer::touch`) needs nothing
+    // more in a tree whose leaves hold no links: skip loading it again.
+    let hashed = |w: &Writer, pgno: Pgno| -> Option<u64> {
+        if leaf || tree.leaf_links {
+            return None;
+        }
+        w.dirty.get(&pgno).and_then(|b| b.leaf_checksum())
+    };
+    let prefetch = |w: &Writer, next: Option<&(usize, Pgno, u8)>| {
+        if let Some(&(_, next, _)) = next {
+            if hashed(w, next).is_none() {
+                prefetch_dirty(w, next);
+            }
+        }
+    };
+    prefetch(w, links.first());
     for (n, &(i, target, flags)) in links.iter().enumerate() {
         // The dirty pages were written while the transaction ran and are
         // cold by now: start loading the next one while this one is sealed.
-        if let Some(&(_, next, _)) = links.get(n + 1) {
-            prefetch_dirty(w, next);
-        }
+        prefetch(w, links.get(n + 1));
         let live = target != 0 && w.is_dirty(target);
         if !live {
             // Stale: the target was written by an older commit.
@@ -99,12 +110,24 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
         } else if leaf && flags & SUBTREE != 0 && tree.dups {
             seal_subtree(w, pgno, i, target, seen)?;
         } else if !leaf {
-            let sum = seal_page(w, target, tree, seen)?;
+            let sum = match hashed(w, target) {
+                Some(sum) => {
+                    seen.enter(target)?;
+                    sum
+                }
+                None => seal_page(w, target, tree, seen)?,
+            };
             node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), target, sum, FRESH);
         }
         // A dirty overflow run: its checksum was set when it was written.
     }
-    Ok(crate::page::checksum(w.dirty_mut(pgno)?))
+    let b = w
+        .dirty
+        .get(&pgno)
+        .ok_or_else(|| Error::corrupted(u64::from(pgno), "page expected dirty is not"))?;
+    // A leaf whose links left it unchanged keeps the checksum it had.
+    Ok(b.leaf_checksum()
+        .unwrap_or_else(|| crate::page::checksum(b)))
 }
 
 /// Starts loading dirty page `pgno` into the cache, if it is dirty.

@@ -175,7 +175,7 @@ fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
     let write = |bytes: &[u8]| -> Result<()> {
         match env.map.page_mut(off as usize, META_LEN) {
             Some(p) => {
-                PageBuf::Mapped(p).copy_from_slice(bytes);
+                PageBuf::mapped(p).copy_from_slice(bytes);
                 Ok(())
             }
             None => env.file.write_at(bytes, off),

@@ -136,16 +136,8 @@ impl Writer {
     fn put_back(&mut self, map: &Map, pgno: Pgno, orig: Box<[u8]>) -> Result<()> {
         if let Some(b) = self.dirty.get_mut(&pgno) {
             if b.len() == orig.len() {
-                match b {
-                    PageBuf::Heap(h) => {
-                        let old = std::mem::replace(h, orig);
-                        self.recycle_heap(old);
-                    }
-                    PageBuf::Mapped(_) => {
-                        b.copy_from_slice(&orig);
-                        self.recycle_heap(orig);
-                    }
-                }
+                let old = b.restore(orig);
+                self.recycle_heap(old);
                 return Ok(());
             }
         }
@@ -161,7 +153,7 @@ impl Writer {
             self.recycle_heap(orig);
             b
         } else {
-            PageBuf::Heap(orig)
+            PageBuf::heap(orig)
         };
         self.dirty.insert(pgno, b);
         Ok(())

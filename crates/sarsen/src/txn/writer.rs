@@ -109,6 +109,9 @@ pub(crate) struct Writer {
     pub nest: Vec<Checkpoint>,
     /// Numbers the checkpoints, so a nested transaction finds its own.
     pub nest_serial: u64,
+    /// The leaf that `touch` copied last (0: none), whose checksum is taken
+    /// when `touch` copies another (see [`Writer::touch`]).
+    last_leaf: Pgno,
 }
 
 impl Writer {
@@ -138,6 +141,7 @@ impl Writer {
             append_hint: None,
             nest: Vec::new(),
             nest_serial: 0,
+            last_leaf: 0,
         }
     }
 
@@ -170,6 +174,7 @@ impl Writer {
         self.committing = false;
         self.append_hint = None;
         self.main_changed = false;
+        self.last_leaf = 0;
         self.drop_checkpoints();
     }
 
@@ -246,7 +251,7 @@ impl Writer {
 
     /// Returns a buffer to the pool (mapped buffers need nothing).
     pub(crate) fn recycle(&mut self, b: PageBuf) {
-        if let PageBuf::Heap(b) = b {
+        if let Some(b) = b.into_heap() {
             self.recycle_heap(b);
         }
     }
@@ -271,12 +276,12 @@ impl Writer {
             )?;
             return map
                 .page_mut(pgno as usize * ps, n * ps)
-                .map(PageBuf::Mapped)
+                .map(PageBuf::mapped)
                 .ok_or_else(|| {
                     Error::corrupted(u64::from(pgno), "allocated page outside the map")
                 });
         }
-        Ok(PageBuf::Heap(if n == 1 {
+        Ok(PageBuf::heap(if n == 1 {
             self.buffer()
         } else {
             vec![0u8; n * ps].into_boxed_slice()
@@ -352,9 +357,10 @@ impl Writer {
                 // transaction began: its buffer becomes the saved original
                 // (a mapped page's bytes are copied: the view must go).
                 Some(cp) if !cp.pages.contains_key(&pgno) => {
-                    let orig = match b {
-                        PageBuf::Heap(h) => h,
-                        PageBuf::Mapped(_) => Box::from(&b[..]),
+                    let orig = if b.needs_write() {
+                        b.into_heap().unwrap_or_default()
+                    } else {
+                        Box::from(&b[..])
                     };
                     cp.pages.insert(pgno, Some(orig));
                 }
@@ -389,7 +395,7 @@ impl Writer {
         }
         let new = self.alloc(map, 1)?;
         let mut b = self.page_buf(map, new, 1)?;
-        {
+        let leaf = {
             // Copy the header and slots, then the nodes, skipping the free
             // gap between them (as LMDB's mdb_page_copy). The gap's stale
             // bytes are harmless: the checksum covers what is written.
@@ -399,14 +405,31 @@ impl Writer {
             let hi = s.len() - (src.used() - 2 * src.len());
             b[..lo].copy_from_slice(&s[..lo]);
             b[hi..].copy_from_slice(&s[hi..]);
-        }
+            src.is_leaf()
+        };
         // The copy keeps the older commit's `FRESH` marks; sealing clears
         // them (`btree::seal`).
         page::set_identity(&mut b, new, self.txnid);
         self.note_new(new);
         self.dirty.insert(new, b);
         self.freed.push(pgno);
+        if leaf {
+            self.hash_behind(new);
+        }
         Ok(new)
+    }
+
+    /// Takes the checksum of the leaf `touch` copied before `next`, which
+    /// it copies now. A write that moves on to another leaf is usually done
+    /// with the last one, whose bytes are still in the CPU cache; at commit
+    /// they would be loaded again from memory (measured: leaves were half
+    /// of seal's cost for random merges into 10M records). Seal uses the
+    /// checksum unless the page changed since, which `PageBuf` tracks.
+    fn hash_behind(&mut self, next: Pgno) {
+        let prev = std::mem::replace(&mut self.last_leaf, next);
+        if let Some(b) = self.dirty.get_mut(&prev) {
+            b.hash_leaf();
+        }
     }
 
     /// Writes `value` into a new overflow run; returns (first page, checksum).
