@@ -294,9 +294,9 @@ impl Writer {
     /// allocation in the middle of one never spends the pages reserved for
     /// it on deleting a GC record.
     pub(crate) fn alloc(&mut self, map: &Map, n: usize) -> Result<Pgno> {
-        let _ = map;
         if n == 1 {
             if let Some(p) = self.reclaimed.pop() {
+                self.prefetch_next_free(map);
                 return Ok(p);
             }
         } else if let Some(p) = take_run(&mut self.reclaimed, n) {
@@ -311,6 +311,23 @@ impl Writer {
         }
         self.next_pgno = end as Pgno;
         Ok(p)
+    }
+
+    /// In write-map mode, starts loading the free page the next one-page
+    /// allocation will return. A reused page was last written long ago, so
+    /// the copy into it would otherwise wait for its lines from memory
+    /// (measured: random merges into 10M records 0.975x the time). The page
+    /// is below the file end: it belonged to an older snapshot.
+    fn prefetch_next_free(&self, map: &Map) {
+        if !map.writable() {
+            return;
+        }
+        if let Some(&next) = self.reclaimed.last() {
+            let ps = self.layout.psize;
+            if let Some(b) = map.slice(next as usize * ps, ps) {
+                page::prefetch(b);
+            }
+        }
     }
 
     /// Makes sure `pages` pages can be allocated, `run` of them contiguous
