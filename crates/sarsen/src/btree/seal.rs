@@ -97,11 +97,13 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
             }
         }
     };
-    prefetch(w, links.first());
+    for l in links.iter().take(PREFETCH_AHEAD) {
+        prefetch(w, Some(l));
+    }
     for (n, &(i, target, flags)) in links.iter().enumerate() {
         // The dirty pages were written while the transaction ran and are
-        // cold by now: start loading the next one while this one is sealed.
-        prefetch(w, links.get(n + 1));
+        // cold by now: keep loading the next ones while this one is sealed.
+        prefetch(w, links.get(n + PREFETCH_AHEAD));
         let live = target != 0 && w.is_dirty(target);
         if !live {
             // Stale: the target was written by an older commit.
@@ -129,6 +131,12 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
     Ok(b.leaf_checksum()
         .unwrap_or_else(|| crate::page::checksum(b)))
 }
+
+/// How many dirty children ahead seal asks for. Once leaves are hashed
+/// behind the writer, sealing a branch is short, and one page ahead left
+/// part of the next one's load exposed (paired runs at 10M records, random
+/// merges: 2 ahead 0.975x the time of 1; 4 ahead no better than 2).
+const PREFETCH_AHEAD: usize = 2;
 
 /// Starts loading dirty page `pgno` into the cache, if it is dirty.
 fn prefetch_dirty(w: &Writer, pgno: Pgno) {
