@@ -83,45 +83,47 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
         p.is_leaf()
     };
     // A leaf hashed since its last change (`Writer::touch`) needs nothing
-    // more in a tree whose leaves hold no links: skip loading it again.
-    let hashed = |w: &Writer, pgno: Pgno| -> Option<u64> {
-        if leaf || tree.leaf_links {
-            return None;
-        }
-        w.dirty.get(&pgno).and_then(|b| b.leaf_checksum())
-    };
-    let prefetch = |w: &Writer, next: Option<&(usize, Pgno, u8)>| {
-        if let Some(&(_, next, _)) = next {
-            if hashed(w, next).is_none() {
-                prefetch_dirty(w, next);
-            }
-        }
-    };
-    for l in links.iter().take(PREFETCH_AHEAD) {
-        prefetch(w, Some(l));
+    // more in a tree whose leaves hold no links: it is neither loaded again
+    // nor sealed, its kept checksum goes into the branch.
+    let use_kept = !leaf && !tree.leaf_links;
+    for &(_, target, _) in links.iter().take(PREFETCH_AHEAD) {
+        prefetch_dirty(w, target, use_kept);
     }
     for (n, &(i, target, flags)) in links.iter().enumerate() {
         // The dirty pages were written while the transaction ran and are
         // cold by now: keep loading the next ones while this one is sealed.
-        prefetch(w, links.get(n + PREFETCH_AHEAD));
-        let live = target != 0 && w.is_dirty(target);
-        if !live {
-            // Stale: the target was written by an older commit.
-            let at = if leaf { 0 } else { 12 };
-            edit::node_mut(w.dirty_mut(pgno)?, i)[at] &= !FRESH;
-        } else if leaf && flags & SUBTREE != 0 && tree.dups {
-            seal_subtree(w, pgno, i, target, seen)?;
-        } else if !leaf {
-            let sum = match hashed(w, target) {
-                Some(sum) => {
-                    seen.enter(target)?;
-                    sum
-                }
-                None => seal_page(w, target, tree, seen)?,
-            };
-            node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), target, sum, FRESH);
+        if let Some(&(_, next, _)) = links.get(n + PREFETCH_AHEAD) {
+            prefetch_dirty(w, next, use_kept);
         }
-        // A dirty overflow run: its checksum was set when it was written.
+        // `None`: not dirty; else the checksum the buffer kept, if any.
+        let dirty = match w.dirty.get(&target) {
+            Some(b) if target != 0 => Some(b.leaf_checksum().filter(|_| use_kept)),
+            _ => None,
+        };
+        match dirty {
+            None => {
+                // Stale: the target was written by an older commit.
+                let at = if leaf { 0 } else { 12 };
+                edit::node_mut(w.dirty_mut(pgno)?, i)[at] &= !FRESH;
+            }
+            Some(_) if leaf => {
+                // Else a dirty overflow run, whose checksum was set when it
+                // was written.
+                if flags & SUBTREE != 0 && tree.dups {
+                    seal_subtree(w, pgno, i, target, seen)?;
+                }
+            }
+            Some(kept) => {
+                let sum = match kept {
+                    Some(sum) => {
+                        seen.enter(target)?;
+                        sum
+                    }
+                    None => seal_page(w, target, tree, seen)?,
+                };
+                node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), target, sum, FRESH);
+            }
+        }
     }
     let b = w
         .dirty
@@ -138,9 +140,13 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
 /// merges: 2 ahead 0.975x the time of 1; 4 ahead no better than 2).
 const PREFETCH_AHEAD: usize = 2;
 
-/// Starts loading dirty page `pgno` into the cache, if it is dirty.
-fn prefetch_dirty(w: &Writer, pgno: Pgno) {
+/// Starts loading dirty page `pgno` into the cache, if it is dirty (and,
+/// with `use_kept`, if seal will need its bytes: it kept no checksum).
+fn prefetch_dirty(w: &Writer, pgno: Pgno, use_kept: bool) {
     if let Some(b) = w.dirty.get(&pgno) {
+        if use_kept && b.leaf_checksum().is_some() {
+            return;
+        }
         crate::page::prefetch(&b[..w.layout.psize.min(b.len())]);
     }
 }
