@@ -111,6 +111,7 @@ pub struct EnvOptions {
     max_readers: u32,
     max_dbs: u32,
     read_only: bool,
+    no_lock: bool,
     exclusive: bool,
     slow_readers: Option<crate::readers::SlowReaders>,
     read_ahead: bool,
@@ -118,6 +119,8 @@ pub struct EnvOptions {
     boot_id: Option<[u8; 16]>,
     #[cfg(feature = "fault-injection")]
     fault: Option<crate::io::fault::FaultPlan>,
+    #[cfg(feature = "fault-injection")]
+    die_in_publish: Option<u64>,
 }
 
 impl Default for EnvOptions {
@@ -131,6 +134,7 @@ impl Default for EnvOptions {
             max_readers: 126,
             max_dbs: 128,
             read_only: false,
+            no_lock: false,
             exclusive: false,
             slow_readers: None,
             read_ahead: true,
@@ -138,6 +142,8 @@ impl Default for EnvOptions {
             boot_id: None,
             #[cfg(feature = "fault-injection")]
             fault: None,
+            #[cfg(feature = "fault-injection")]
+            die_in_publish: None,
         }
     }
 }
@@ -203,13 +209,30 @@ impl EnvOptions {
 
     /// Open without write access; [`Env::write_txn`] then returns
     /// [`Error::ReadOnly`]. The file must exist. Other processes may write
-    /// meanwhile; this one's readers see each commit as usual. If the lock
-    /// file cannot be opened for writing (a read-only file system, or no
-    /// permission), the reader table is kept in this process's memory
-    /// instead: no process can be writing then (libmdbx opens such a
-    /// database the same way).
+    /// meanwhile; this one's readers see each commit as usual, because
+    /// they take slots in the shared reader table of the lock file, which
+    /// must therefore be writable. Only when the lock file is on a
+    /// read-only file system (`EROFS`: nothing can be writing then) is the
+    /// reader table kept in this process's memory instead, as LMDB and
+    /// libmdbx do. Lacking permission to write the lock file (another
+    /// user, a container given the volume read-only) is an error
+    /// ([`Error::Io`] from opening the lock file), not a private table: a
+    /// writer elsewhere would not see this process's readers and would
+    /// reuse the pages of their snapshots. See [`EnvOptions::no_lock`].
     pub fn read_only(mut self, yes: bool) -> Self {
         self.read_only = yes;
+        self
+    }
+
+    /// With [`read_only`](EnvOptions::read_only): do not use the lock
+    /// file at all; keep the reader table in this process's memory (LMDB's
+    /// `MDB_NOLOCK` for a read-only environment). The caller promises that
+    /// no process writes the database while this `Env` is open: a writer
+    /// would not see these readers and could reuse their pages. Default
+    /// off. On a writable environment, open fails with
+    /// [`Error::InvalidArgument`].
+    pub fn no_lock(mut self, yes: bool) -> Self {
+        self.no_lock = yes;
         self
     }
 
@@ -323,6 +346,19 @@ impl EnvOptions {
         self
     }
 
+    /// Test hook (feature `fault-injection`): the `n`-th snapshot this
+    /// environment publishes after open (counting from 1: commits and
+    /// repairs, not the first opener's initial publish) stops half-way, with the
+    /// seqlock odd and the fields half-written, and the process kills
+    /// itself with `SIGKILL`: a writer that died mid-publish. Not part of
+    /// the stable API.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn die_in_publish(mut self, n: u64) -> Self {
+        self.die_in_publish = Some(n);
+        self
+    }
+
     /// Opens or creates the environment at `path`.
     ///
     /// Errors: [`Error::InvalidArgument`] for a bad page size or reader
@@ -374,6 +410,11 @@ pub struct Env {
     pub(crate) slow_readers: Option<crate::readers::SlowReaders>,
     pub(crate) uid: u64,
     pub(crate) pid: u32,
+    /// [`crate::io::lock::fork_generation`] at open: a different value
+    /// means this is a forked child ([`Error::Forked`]).
+    pub(crate) fork_gen: u64,
+    /// Set by [`Env::simulate_crash`]: drop as a killed process would.
+    pub(crate) crashed: bool,
     pub(crate) boot_id: [u8; 16],
     pub(crate) registry: Registry,
     pub(crate) writer: Mutex<Writer>,
@@ -420,11 +461,28 @@ impl Env {
         let file = DataFile::open(&data_path, o.read_only, true)?;
         #[cfg(feature = "fault-injection")]
         let file = file.with_faults(o.fault.clone());
-        let (lock, opened) = match LockFile::open(&lock_path, o.max_readers, o.exclusive) {
-            Err(Error::Io { source, .. }) if o.read_only && lock_unwritable(&source) => {
-                (LockFile::private(o.max_readers)?, Opened::First)
+        if o.no_lock && !o.read_only {
+            return Err(Error::InvalidArgument(
+                "no_lock is only for read-only environments".into(),
+            ));
+        }
+        let (lock, opened) = if o.no_lock {
+            (LockFile::private(o.max_readers)?, Opened::First)
+        } else {
+            match LockFile::open(&lock_path, o.max_readers, o.exclusive) {
+                Err(Error::Io { source, .. }) if o.read_only && lock_on_read_only_fs(&source) => {
+                    (LockFile::private(o.max_readers)?, Opened::First)
+                }
+                Err(Error::Io { source, .. }) if permission_denied(&source) => {
+                    return Err(Error::Io {
+                        op: "open lock file for writing (every opener, read-only too, \
+                             needs it so writers see its readers; use \
+                             EnvOptions::no_lock only if nothing writes the database)",
+                        source,
+                    });
+                }
+                r => r?,
             }
-            r => r?,
         };
         let boot_id = o.boot_id.unwrap_or_else(boot_id);
         if file.len()? == 0 {
@@ -471,6 +529,8 @@ impl Env {
             slow_readers: o.slow_readers.clone(),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             pid: std::process::id(),
+            fork_gen: crate::io::lock::fork_generation(),
+            crashed: false,
             boot_id,
             registry: Registry::new(o.max_dbs),
             writer: Mutex::new(Writer::new(layout)),
@@ -478,6 +538,10 @@ impl Env {
         if let Opened::First = opened {
             env.recover(&metas)?;
             env.lock.downgrade()?;
+        }
+        #[cfg(feature = "fault-injection")]
+        if let Some(n) = o.die_in_publish {
+            env.lock.set_die_in_publish(n);
         }
         if o.write_map && !o.read_only {
             // Pages are written through the map: allocate the blocks of every
@@ -752,6 +816,7 @@ impl Env {
         if self.read_only {
             return Ok(());
         }
+        self.check_fork()?;
         let _g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         self.lock.lock_writer()?;
         let r = crate::txn::commit::sync_steady(self);
@@ -836,6 +901,7 @@ impl Env {
     ///
     /// Errors: [`Error::Io`] if the lock cannot be queried.
     pub fn reader_check(&self) -> Result<u32> {
+        self.check_fork()?;
         self.lock.reclaim_dead(self.pid)
     }
 
@@ -895,8 +961,41 @@ impl Env {
     }
 }
 
+impl Env {
+    /// Whether this process is a `fork()` child of the one that opened
+    /// the environment: a relaxed load, no system call.
+    #[inline]
+    pub(crate) fn forked(&self) -> bool {
+        crate::io::lock::fork_generation() != self.fork_gen
+    }
+
+    /// [`Error::Forked`] in a forked child.
+    #[inline]
+    pub(crate) fn check_fork(&self) -> Result<()> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
+        Ok(())
+    }
+
+    /// Test hook: closes the environment as the death of its process
+    /// would: no sync, reader slots left as they are, the lock file's
+    /// descriptor closed (so its locks vanish, as the kernel drops a dead
+    /// process's). The next opener that is alone recovers as after a
+    /// crash of every process in this boot. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn simulate_crash(mut self) {
+        self.crashed = true;
+    }
+}
+
 impl Drop for Env {
     fn drop(&mut self) {
+        if self.crashed || self.forked() || std::process::id() != self.pid {
+            // A dead process does nothing more; a forked child must not
+            // touch the parent's slots, locks or syncs.
+            return;
+        }
         if matches!(
             self.durability,
             Durability::SafeNoSync | Durability::NoMetaSync
@@ -907,13 +1006,15 @@ impl Drop for Env {
     }
 }
 
-/// Whether opening the lock file failed for want of write access (a
-/// read-only file system, or permissions).
-fn lock_unwritable(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM)
-    )
+/// Whether opening the lock file failed because its file system is
+/// read-only: nothing can be writing the database then.
+fn lock_on_read_only_fs(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EROFS)
+}
+
+/// Whether opening the lock file failed for want of permission.
+fn permission_denied(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
 }
 
 /// Writes the first meta page of a new file.

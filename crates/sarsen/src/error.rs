@@ -213,6 +213,25 @@ pub enum Error {
         /// The mode given.
         given: String,
     },
+    /// The environment was opened by another process: this process is a
+    /// `fork()` child of the one that called [`EnvOptions::open`](crate::EnvOptions::open).
+    /// The child shares the parent's lock-file description, so the
+    /// writer lock would not exclude it and its reader slots would be the
+    /// parent's: every use of the inherited `Env` (and of transactions
+    /// begun before the fork) is refused, and dropping them in the child
+    /// leaves the parent's locks and slots alone. Open the environment
+    /// again in the child (LMDB documents the same rule: an `MDB_env` is
+    /// used only by the process that opened it).
+    #[error("environment used in a forked child of the process that opened it; open it again in this process")]
+    Forked,
+    /// An earlier `fdatasync` of the data file failed. Linux may then have
+    /// marked the pages it could not write clean, so a later sync would
+    /// succeed without writing them (PostgreSQL's "fsyncgate"): writes and
+    /// syncs are refused in every process that has the environment open,
+    /// until all close it and it is opened again, which verifies the
+    /// newest commit against the disk. Reads go on.
+    #[error("an earlier sync of the data file failed; reopen the environment to write again")]
+    SyncFailed,
     /// The file was made by an incompatible format version or another program.
     #[error("incompatible file: {0}")]
     Incompatible(String),

@@ -62,6 +62,31 @@ pub(crate) const RECORD_WORDS: usize = 8;
 /// Byte locked by a process while it has the environment open: this plus its pid.
 const PID_LOCK_BASE: i64 = 1 << 32;
 
+/// Incremented in the child of every `fork()` (a `pthread_atfork` handler),
+/// so an environment can tell, with one relaxed load and no system call,
+/// that it is being used by a child of the process that opened it.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The current fork generation of this process; registers the `fork`
+/// handler on first use. An environment records it at open and compares
+/// it at every begin, sync and drop ([`Error::Forked`]).
+pub(crate) fn fork_generation() -> u64 {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    REGISTER.call_once(|| {
+        // SAFETY: registers a handler that only increments an atomic,
+        // which is async-signal-safe as a fork child handler must be. A
+        // failure (ENOMEM) leaves detection to the pid check at drop.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(after_fork_in_child));
+        }
+    });
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
 /// The snapshot a read transaction copies: what the newest commit published.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Published {
@@ -92,6 +117,10 @@ pub(crate) struct LockFile {
     ptr: NonNull<u8>,
     len: usize,
     slots: u32,
+    /// Test hook: publishes left before this process kills itself
+    /// half-way through one (0 = never).
+    #[cfg(feature = "fault-injection")]
+    die_in_publish: AtomicU64,
 }
 
 // SAFETY: all shared fields are accessed through atomics; the mapping lives
@@ -196,6 +225,8 @@ impl LockFile {
             ptr,
             len,
             slots,
+            #[cfg(feature = "fault-injection")]
+            die_in_publish: AtomicU64::new(0),
         };
         if first {
             lock.word(8).store(
@@ -242,6 +273,8 @@ impl LockFile {
             ptr,
             len,
             slots: max_readers,
+            #[cfg(feature = "fault-injection")]
+            die_in_publish: AtomicU64::new(0),
         };
         lock.word(8).store(
             u64::from(VERSION) | (u64::from(max_readers) << 32),
@@ -357,6 +390,8 @@ impl LockFile {
         seq.store(s.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
         self.word(32).store(p.next_pgno, Ordering::Relaxed);
+        #[cfg(feature = "fault-injection")]
+        self.maybe_die_in_publish();
         for i in 0..RECORD_WORDS {
             self.word(40 + 8 * i).store(p.catalog[i], Ordering::Relaxed);
             self.word(104 + 8 * i).store(p.main[i], Ordering::Relaxed);
@@ -372,6 +407,27 @@ impl LockFile {
         // SeqCst pairs with a starting reader's SeqCst publish-then-recheck.
         self.word(24).store(p.txnid, Ordering::SeqCst);
         seq.store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Test hook: the `n`-th publish from now kills the process half-way.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn set_die_in_publish(&self, n: u64) {
+        self.die_in_publish.store(n, Ordering::Relaxed);
+    }
+
+    #[cfg(feature = "fault-injection")]
+    fn maybe_die_in_publish(&self) {
+        let left = self.die_in_publish.load(Ordering::Relaxed);
+        if left == 0 {
+            return;
+        }
+        self.die_in_publish.store(left - 1, Ordering::Relaxed);
+        if left == 1 {
+            // SAFETY: raising a signal has no memory-safety preconditions.
+            unsafe {
+                libc::raise(libc::SIGKILL);
+            }
+        }
     }
 
     /// Only the durable txnid and meta slots (after `Env::sync`).

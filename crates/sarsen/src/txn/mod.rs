@@ -68,6 +68,7 @@ pub struct RoTxn<'env> {
 
 impl<'env> RoTxn<'env> {
     pub(crate) fn begin(env: &'env Env) -> Result<RoTxn<'env>> {
+        env.check_fork()?;
         let lock = &env.lock;
         let (uid, hint) = SLOT_HINT.with(Cell::get);
         let slot = if uid == env.uid && lock.try_use_slot(hint, env.pid, env.uid) {
@@ -456,7 +457,10 @@ impl<'env> RoTxn<'env> {
 
 impl Drop for RoTxn<'_> {
     fn drop(&mut self) {
-        self.env.lock.release_slot(self.slot);
+        // A forked child must not clear the parent's slot.
+        if !self.env.forked() {
+            self.env.lock.release_slot(self.slot);
+        }
     }
 }
 
@@ -480,7 +484,10 @@ impl<'env> InactiveRoTxn<'env> {
 
 impl Drop for InactiveRoTxn<'_> {
     fn drop(&mut self) {
-        self.env.lock.release_slot(self.slot);
+        // A forked child must not clear the parent's slot.
+        if !self.env.forked() {
+            self.env.lock.release_slot(self.slot);
+        }
     }
 }
 
@@ -707,6 +714,7 @@ impl<'env> RwTxn<'env> {
         if env.read_only {
             return Err(Error::ReadOnly);
         }
+        env.check_fork()?;
         let mut w = env.writer.lock().unwrap_or_else(|e| e.into_inner());
         env.lock.lock_writer()?;
         w.reset();
@@ -1408,7 +1416,10 @@ impl<'env> RwTxn<'env> {
         if !self.done {
             self.done = true;
             self.w.reset();
-            self.env.lock.unlock_writer();
+            // In a forked child the writer lock is the parent's.
+            if !self.env.forked() {
+                self.env.lock.unlock_writer();
+            }
         }
     }
 }
