@@ -18,6 +18,16 @@
 //!   boundaries. The idea is that of SQLite's crash VFS (`test6.c`) and of
 //!   redb's crash-testing storage backend.
 //!
+//! - model the death of the process at an operation ([`FaultPlan::halt_at`],
+//!   [`FaultPlan::halt_when`]): from that operation on, every write and sync
+//!   of the plan is dropped (not applied, not recorded) and fails, with
+//!   `EIO` or by unwinding ([`Kill`]), so the file keeps exactly what the
+//!   process had written before it died (the page cache);
+//! - share one log between several plans ([`FaultPlan::sharing_log`]): one
+//!   plan per process life or per environment of a test, and one log of
+//!   the whole boot, from which [`crash_image`] builds the file a power
+//!   loss after all of them would leave.
+//!
 //! Write-map mode writes pages through the map, which no hook sees: only
 //! the meta pages and syncs of such an environment pass through here, so
 //! crash images are meaningful for the default mode only.
@@ -77,43 +87,142 @@ pub struct Fault {
     pub sticky: bool,
 }
 
+/// How an operation dropped by a halted plan ends (see
+/// [`FaultPlan::halt_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kill {
+    /// The operation returns `EIO` (`Error::Io`): the engine runs its
+    /// error path (which may try more writes and syncs; they are dropped
+    /// too, but changes it makes elsewhere, in the lock file say, stay).
+    Eio,
+    /// The operation unwinds with a [`Killed`] payload (without calling
+    /// the panic hook), so no engine code runs after it but destructors:
+    /// closer to a `SIGKILL`. Catch it with [`catch_kill`]. An operation
+    /// reached while the thread is already unwinding (a destructor's sync)
+    /// returns `EIO` instead.
+    Unwind,
+}
+
+/// The unwind payload of an operation dropped under [`Kill::Unwind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Killed;
+
+/// An operation about to run, as a [`FaultPlan::halt_when`] predicate sees
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpInfo {
+    /// Writes and syncs this plan has seen before this one (0 = its first).
+    pub index: u64,
+    /// Write or sync.
+    pub kind: OpKind,
+    /// A write's file offset, bytes (0 for a sync).
+    pub offset: u64,
+    /// A write's length, bytes (0 for a sync).
+    pub len: u64,
+}
+
+type HaltWhen = Box<dyn FnMut(&OpInfo) -> bool + Send>;
+
+/// A programmed process death: the predicate and how dropped operations end.
+struct Halt {
+    how: Kill,
+    when: HaltWhen,
+}
+
+impl std::fmt::Debug for Halt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Halt").field("how", &self.how).finish()
+    }
+}
+
+/// What the plan does with one operation.
+enum Verdict {
+    Go,
+    Fail(Fault),
+    Drop(Kill),
+}
+
 #[derive(Debug, Default)]
 struct State {
     record: bool,
-    log: Vec<Op>,
     writes: u64,
     syncs: u64,
+    /// Writes and syncs together.
+    ops: u64,
     /// The armed fault and the absolute operation index it fires at.
     armed: Option<(Fault, u64)>,
     fired: u64,
+    halt: Option<Halt>,
+    /// The halt has fired: every later operation is dropped.
+    halted: bool,
+    dropped: u64,
 }
 
 impl State {
-    /// Counts an operation of `kind` and returns the fault if it fires.
-    fn next(&mut self, kind: OpKind) -> Option<Fault> {
+    /// Counts an operation and says what to do with it: a halt first, then
+    /// the armed fault.
+    fn next(&mut self, kind: OpKind, offset: u64, len: u64) -> Verdict {
+        let info = OpInfo {
+            index: self.ops,
+            kind,
+            offset,
+            len,
+        };
+        self.ops += 1;
         let n = match kind {
             OpKind::Write => &mut self.writes,
             OpKind::Sync => &mut self.syncs,
         };
         let index = *n;
         *n += 1;
-        let (f, at) = self.armed?;
+        if let Some(h) = &mut self.halt {
+            if self.halted || (h.when)(&info) {
+                self.halted = true;
+                self.dropped += 1;
+                return Verdict::Drop(h.how);
+            }
+        }
+        let Some((f, at)) = self.armed else {
+            return Verdict::Go;
+        };
         let hit = f.kind == kind && (index == at || (f.sticky && index > at));
         if hit {
             self.fired += 1;
-            Some(f)
+            Verdict::Fail(f)
         } else {
-            None
+            Verdict::Go
         }
+    }
+}
+
+/// The error (or unwind) of an operation dropped by a halted plan.
+fn killed(how: Kill, op: &'static str) -> Error {
+    if how == Kill::Unwind && !std::thread::panicking() {
+        std::panic::resume_unwind(Box::new(Killed));
+    }
+    Error::io(op, std::io::Error::from_raw_os_error(libc::EIO))
+}
+
+/// Runs `f`; `None` if it unwound with [`Killed`] (an operation dropped
+/// under [`Kill::Unwind`]), whose destructors have run by then. Any other
+/// panic goes on unwinding.
+pub fn catch_kill<R>(f: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(p) if p.is::<Killed>() => None,
+        Err(p) => std::panic::resume_unwind(p),
     }
 }
 
 /// A test's handle on the writes and syncs of one environment's data file.
 /// Clones share the same state: keep one, give one to
 /// [`EnvOptions::fault_plan`](crate::EnvOptions::fault_plan).
+/// [`FaultPlan::sharing_log`] makes a plan with its own counters, faults
+/// and halt that records into the same log.
 #[derive(Clone, Default)]
 pub struct FaultPlan {
     inner: Arc<Mutex<State>>,
+    log: Arc<Mutex<Vec<Op>>>,
 }
 
 impl std::fmt::Debug for FaultPlan {
@@ -121,10 +230,12 @@ impl std::fmt::Debug for FaultPlan {
         let s = self.state();
         f.debug_struct("FaultPlan")
             .field("record", &s.record)
-            .field("ops", &s.log.len())
+            .field("logged", &self.log_len())
             .field("writes", &s.writes)
             .field("syncs", &s.syncs)
             .field("armed", &s.armed)
+            .field("halt", &s.halt)
+            .field("halted", &s.halted)
             .finish()
     }
 }
@@ -142,8 +253,35 @@ impl FaultPlan {
         p
     }
 
+    /// A plan with fresh counters, no fault and no halt, recording (if
+    /// this one does) into this plan's log: the next life of a process
+    /// that died, or another environment on the same file. The log then
+    /// holds the operations of every such plan in the order they happened
+    /// (for operations of one thread; concurrent ones are logged in the
+    /// order they finished).
+    pub fn sharing_log(&self) -> FaultPlan {
+        let record = self.state().record;
+        let p = FaultPlan {
+            inner: Arc::default(),
+            log: Arc::clone(&self.log),
+        };
+        p.set_recording(record);
+        p
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn logged(&self) -> MutexGuard<'_, Vec<Op>> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends `op` to the log if this plan records.
+    fn push(&self, op: Op) {
+        if self.state().record {
+            self.logged().push(op);
+        }
     }
 
     /// Turns recording on or off (the log is kept).
@@ -166,9 +304,48 @@ impl FaultPlan {
         self.state().armed = None;
     }
 
-    /// How many operations a fault has failed so far.
+    /// How many operations a fault has failed so far (not counting those
+    /// a halt dropped).
     pub fn fired(&self) -> u64 {
         self.state().fired
+    }
+
+    /// Kills the process at this plan's operation number `n` (writes and
+    /// syncs counted together since the plan was made, 0 = its first; see
+    /// [`FaultPlan::ops`]): that operation and every later one is dropped,
+    /// ending as `how` says. Replaces any earlier halt; an already fired
+    /// halt stays fired.
+    pub fn halt_at(&self, n: u64, how: Kill) {
+        self.halt_when(how, move |o| o.index >= n);
+    }
+
+    /// Kills the process at the first operation for which `when` returns
+    /// true (called once for each operation before it runs, until then):
+    /// that operation and every later one is dropped, not applied to the
+    /// file and not logged, and ends as `how` says. Takes precedence over
+    /// an armed [`Fault`]. Replaces any earlier halt; an already fired halt
+    /// stays fired.
+    pub fn halt_when(&self, how: Kill, when: impl FnMut(&OpInfo) -> bool + Send + 'static) {
+        self.state().halt = Some(Halt {
+            how,
+            when: Box::new(when),
+        });
+    }
+
+    /// Whether a halt has fired (the "process" is dead).
+    pub fn halted(&self) -> bool {
+        self.state().halted
+    }
+
+    /// How many operations a halt has dropped.
+    pub fn dropped(&self) -> u64 {
+        self.state().dropped
+    }
+
+    /// Writes and syncs attempted through this plan so far (failed and
+    /// dropped ones included).
+    pub fn ops(&self) -> u64 {
+        self.state().ops
     }
 
     /// Writes attempted so far (failed ones included).
@@ -181,14 +358,15 @@ impl FaultPlan {
         self.state().syncs
     }
 
-    /// Number of recorded operations.
+    /// Number of recorded operations (in the log this plan shares).
     pub fn log_len(&self) -> usize {
-        self.state().log.len()
+        self.logged().len()
     }
 
-    /// A copy of the recorded operations, oldest first.
+    /// A copy of the recorded operations, oldest first (of every plan
+    /// sharing this one's log).
     pub fn log(&self) -> Vec<Op> {
-        self.state().log.clone()
+        self.logged().clone()
     }
 
     /// Runs a write of `bufs` (back to back) at `offset` through the plan:
@@ -200,19 +378,20 @@ impl FaultPlan {
         offset: u64,
         raw: impl FnOnce(&[&[u8]], u64) -> Result<()>,
     ) -> Result<()> {
-        let fault = self.state().next(OpKind::Write);
-        let Some(f) = fault else {
-            raw(bufs, offset)?;
-            let mut s = self.state();
-            if s.record {
-                s.log.push(Op::Write {
+        let total: u64 = bufs.iter().map(|b| b.len() as u64).sum();
+        let verdict = self.state().next(OpKind::Write, offset, total);
+        let f = match verdict {
+            Verdict::Go => {
+                raw(bufs, offset)?;
+                self.push(Op::Write {
                     offset,
                     data: bufs.concat(),
                 });
+                return Ok(());
             }
-            return Ok(());
+            Verdict::Drop(how) => return Err(killed(how, op)),
+            Verdict::Fail(f) => f,
         };
-        let total: u64 = bufs.iter().map(|b| b.len() as u64).sum();
         // A torn write: the first half, up to a sector boundary, lands.
         let end = if f.torn {
             (offset + total / 2) / SECTOR * SECTOR
@@ -222,10 +401,7 @@ impl FaultPlan {
         if end > offset {
             let keep = bufs.concat()[..(end - offset) as usize].to_vec();
             raw(&[&keep], offset)?;
-            let mut s = self.state();
-            if s.record {
-                s.log.push(Op::Write { offset, data: keep });
-            }
+            self.push(Op::Write { offset, data: keep });
         }
         Err(Error::io(op, std::io::Error::from_raw_os_error(f.errno)))
     }
@@ -233,16 +409,17 @@ impl FaultPlan {
     /// Runs a sync through the plan: `raw` syncs and returns the file
     /// length afterwards.
     pub(crate) fn sync(&self, raw: impl FnOnce() -> Result<u64>) -> Result<()> {
-        let fault = self.state().next(OpKind::Sync);
-        if let Some(f) = fault {
-            let e = std::io::Error::from_raw_os_error(f.errno);
-            return Err(Error::io("fdatasync", e));
+        let verdict = self.state().next(OpKind::Sync, 0, 0);
+        match verdict {
+            Verdict::Go => {}
+            Verdict::Drop(how) => return Err(killed(how, "fdatasync")),
+            Verdict::Fail(f) => {
+                let e = std::io::Error::from_raw_os_error(f.errno);
+                return Err(Error::io("fdatasync", e));
+            }
         }
         let len = raw()?;
-        let mut s = self.state();
-        if s.record {
-            s.log.push(Op::Sync { len });
-        }
+        self.push(Op::Sync { len });
         Ok(())
     }
 }
@@ -257,6 +434,10 @@ pub enum Landing {
     /// Each is lost, lands whole, or is torn (each of its sectors lands or
     /// not), chosen by this seed.
     Random(u64),
+    /// Those that start below this offset (the meta pages, when it is
+    /// three pages) are lost, every other lands whole: the worst case for
+    /// a commit that relied on an unsynced meta.
+    LostBelow(u64),
 }
 
 /// splitmix64 step.
@@ -346,6 +527,7 @@ pub fn crash_image_over(
             Landing::Nothing => 0,
             Landing::Everything => 1,
             Landing::Random(_) => mix(&mut rng) % 4,
+            Landing::LostBelow(below) => u64::from(*offset >= below),
         };
         match choice {
             0 => {}
@@ -427,5 +609,59 @@ mod tests {
         assert!(plan.write("pwrite", &[b"c"], 0, ok).is_ok());
         assert_eq!((plan.fired(), plan.writes(), plan.syncs()), (1, 3, 1));
         assert_eq!(plan.log_len(), 3); // the sync and two writes
+    }
+
+    #[test]
+    fn a_halt_drops_every_later_operation_and_shares_the_log() {
+        let root = FaultPlan::recording();
+        let life = root.sharing_log();
+        let applied = std::cell::Cell::new(0);
+        let ok = |_: &[&[u8]], _: u64| {
+            applied.set(applied.get() + 1);
+            Ok(())
+        };
+        life.halt_at(2, Kill::Eio);
+        assert!(life.write("pwrite", &[b"a"], 0, ok).is_ok());
+        assert!(life.sync(|| Ok(1)).is_ok());
+        let e = life.write("pwrite", &[b"b"], 512, ok).unwrap_err();
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
+        assert!(life.sync(|| panic!("a dropped sync ran")).is_err());
+        assert!(life.halted());
+        assert_eq!((applied.get(), life.ops(), life.dropped()), (1, 4, 2));
+        // The next life records into the same log, after the first's ops.
+        let next = root.sharing_log();
+        assert!(next.write("pwrite", &[b"c"], 1024, ok).is_ok());
+        assert_eq!(root.log_len(), 3);
+        assert!(matches!(root.log()[2], Op::Write { offset: 1024, .. }));
+    }
+
+    #[test]
+    fn an_unwinding_halt_is_caught_by_catch_kill() {
+        let plan = FaultPlan::recording();
+        // Kill at the first sync after a write below 1024.
+        let mut seen = false;
+        plan.halt_when(Kill::Unwind, move |o| {
+            let hit = seen && o.kind == OpKind::Sync;
+            seen |= o.kind == OpKind::Write && o.offset < 1024;
+            hit
+        });
+        let ok = |_: &[&[u8]], _: u64| Ok(());
+        let r = catch_kill(|| {
+            plan.sync(|| Ok(0)).unwrap();
+            plan.write("pwrite", &[b"m"], 512, ok).unwrap();
+            plan.sync(|| Ok(0)).unwrap();
+            unreachable!("the sync after the meta write unwinds");
+        });
+        assert!(r.is_none());
+        assert_eq!((plan.log_len(), plan.dropped()), (2, 1));
+        assert_eq!(catch_kill(|| 7), Some(7));
+    }
+
+    #[test]
+    fn lost_below_drops_the_meta_writes_only() {
+        let log = vec![Op::Sync { len: 0 }, w(512, 1, 320), w(4096, 2, 512)];
+        let img = crash_image(&log, 3, Landing::LostBelow(1536));
+        assert_eq!(&img.data[512..832], &[0; 320][..]);
+        assert_eq!(&img.data[4096..], &[2; 512][..]);
     }
 }
