@@ -332,6 +332,15 @@ impl FaultPlan {
         });
     }
 
+    /// Removes a halt that has not fired (one that has stays fired: the
+    /// process is dead).
+    pub fn cancel_halt(&self) {
+        let mut s = self.state();
+        if !s.halted {
+            s.halt = None;
+        }
+    }
+
     /// Whether a halt has fired (the "process" is dead).
     pub fn halted(&self) -> bool {
         self.state().halted
