@@ -15,7 +15,7 @@
 //!
 //! The first life dies at each of its kill points in turn (just before and
 //! just after each meta write and each `fdatasync`, found by a dry run, and
-//! a clean close); later lives die at a random one of theirs. `orphan_*`
+//! a clean close), twice; later lives die at a random one of theirs. `orphan_*`
 //! kills a writer between its meta write and its publish while another
 //! environment stays open and goes on writing, then reopens in the boot.
 //!
@@ -98,7 +98,9 @@ fn lives(modes: &[Durability], ps: u32) -> Summary {
     let empty = tempfile::tempdir().unwrap();
     let first = kill_points(&probe(empty.path(), &History::new(ps), &lives[0]));
     let mut sum = Summary::default();
-    for (j, &k0) in first.iter().enumerate() {
+    // Each kill point of the first life, with two ways on.
+    let runs = first.iter().flat_map(|k| [*k, *k]);
+    for (j, k0) in runs.enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let mut h = History::new(ps);
         let mut rng = StdRng::seed_from_u64(common::mix(seed ^ (j as u64) << 32));

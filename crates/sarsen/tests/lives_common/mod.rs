@@ -433,8 +433,8 @@ impl History {
         Ok(allowed.last() != Some(&t))
     }
 
-    /// Crash images before every sync of ops `cuts` and, if `cuts` runs
-    /// past the log, at its end: none, all, all but the metas, and
+    /// Crash images before every sync of ops `cuts` and at its end (or the
+    /// log's, if it runs past it): none, all, all but the metas, and
     /// `random` random subsets of the writes since the last sync landed.
     pub fn judge_images(&self, cuts: Range<usize>, random: usize, seed: u64) -> Verdicts {
         let log = self.root.log();
@@ -444,12 +444,11 @@ impl History {
         let Some(first_sync) = first_sync else {
             return Verdicts::default();
         };
-        let mut points: Vec<usize> = (cuts.start.max(first_sync + 1)..cuts.end.min(log.len()))
+        let end = cuts.end.min(log.len());
+        let mut points: Vec<usize> = (cuts.start.max(first_sync + 1)..end)
             .filter(|i| matches!(log[*i], Op::Sync { .. }))
             .collect();
-        if cuts.end > log.len() {
-            points.push(log.len());
-        }
+        points.push(end);
         let dir = tempfile::tempdir().unwrap();
         let mut v = Verdicts::default();
         for p in points {
