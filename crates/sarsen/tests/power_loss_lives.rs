@@ -33,26 +33,27 @@ use crash_common::changes;
 use lives_common::{kill_points, open, probe, reopen, run_life, History, Life, Outcome, Summary};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use sarsen::fault::{Fault, Kill, OpKind};
+use sarsen::fault::{Fault, Kill, Op, OpKind};
 use sarsen::Durability::{self, Durable, NoMetaSync, SafeNoSync};
 
-/// Runs the lives of `modes` on `dir`, the first dying at `k0`, the others
-/// at a random kill point, and reopens once more in the boot. Returns the
-/// first op of the second life.
+/// Runs `lives` on `dir`, the first dying at `k0` (of `first_ops`, its
+/// dry run's operations), the others at a random kill point, and reopens
+/// once more in the boot. Returns the first op of the second life.
 fn run_lives(
     dir: &Path,
     h: &mut History,
     lives: &[Life],
-    k0: u64,
+    (k0, first_ops): (u64, usize),
     rng: &mut StdRng,
 ) -> (usize, Result<(), String>) {
     let mut from = 0;
     for (i, life) in lives.iter().enumerate() {
-        let kill = if i == 0 {
-            k0
+        let (kill, ops) = if i == 0 {
+            (k0, first_ops)
         } else {
-            let points = kill_points(&probe(dir, h, life));
-            points[rng.random_range(0..points.len())]
+            let ops = probe(dir, h, life);
+            let points = kill_points(&ops);
+            (points[rng.random_range(0..points.len())], ops.len())
         };
         // Both ways of dying: the engine sees EIO (and runs its error
         // path), or nothing more of it runs.
@@ -70,8 +71,16 @@ fn run_lives(
             kill: Some((kill, how)),
             ..*life
         };
-        if let Err(e) = run_life(dir, h, &life) {
-            return (from, Err(format!("life {i}: {e}")));
+        match run_life(dir, h, &life) {
+            Err(e) => return (from, Err(format!("life {i}: {e}"))),
+            // The dry run and the life must agree, or the kill points
+            // are not where they seem.
+            Ok(died) => assert_eq!(
+                died,
+                kill < ops as u64,
+                "life {i}: kill at op {kill} of a dry run of {ops}: {}",
+                h.story.join(", ")
+            ),
         }
     }
     (from, reopen(dir, h))
@@ -96,7 +105,8 @@ fn lives(modes: &[Durability], ps: u32) -> Summary {
         })
         .collect();
     let empty = tempfile::tempdir().unwrap();
-    let first = kill_points(&probe(empty.path(), &History::new(ps), &lives[0]));
+    let dry = probe(empty.path(), &History::new(ps), &lives[0]);
+    let (first, first_ops) = (kill_points(&dry), dry.len());
     let mut sum = Summary::default();
     // Each kill point of the first life, with two ways on.
     let runs = first.iter().flat_map(|k| [*k, *k]);
@@ -104,7 +114,7 @@ fn lives(modes: &[Durability], ps: u32) -> Summary {
         let dir = tempfile::tempdir().unwrap();
         let mut h = History::new(ps);
         let mut rng = StdRng::seed_from_u64(common::mix(seed ^ (j as u64) << 32));
-        let (from, r) = run_lives(dir.path(), &mut h, &lives, k0, &mut rng);
+        let (from, r) = run_lives(dir.path(), &mut h, &lives, (k0, first_ops), &mut rng);
         sum.scenario(&format!("{name}, first life killed at op {k0}"), &h, r);
         if from > 0 {
             sum.images
@@ -174,8 +184,8 @@ struct Orphaned {
     reopen: Result<(), String>,
     /// The first op of A's last commit.
     from: usize,
-    /// The first op of the reopen.
-    reopen_at: usize,
+    /// The reopen's first sync (the end of the log if none).
+    synced: usize,
 }
 
 /// Writers A (`Durable`) and B (`b_mode`) share the file. A dies right
@@ -252,20 +262,25 @@ fn orphan(ps: u32, b_mode: Durability, end: End, seed: u64) -> Option<Orphaned> 
     h.story.push(format!("B's commit ends: {end:?}"));
     let reopen_at = h.root.log_len();
     let r = reopen(dir.path(), &mut h);
+    let log = h.root.log();
+    let synced = (reopen_at..log.len())
+        .find(|i| matches!(log[*i], Op::Sync { .. }))
+        .unwrap_or(log.len());
     Some(Orphaned {
         h,
         reopen: r,
         from,
-        reopen_at,
+        synced,
     })
 }
 
 /// Which power losses an orphan test judges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cuts {
-    /// After B's death and before the boot's reopen: no recovery ran yet.
+    /// After B's death, up to the boot's reopen's first sync (the state
+    /// B's death left, with whatever the reopen wrote before it synced).
     BeforeReopen,
-    /// After the reopen started (its recovery's writes and syncs).
+    /// After the reopen's first sync (and at the end of the log).
     FromReopen,
 }
 
@@ -289,7 +304,7 @@ fn orphan_suite(name: &str, cuts: Cuts, judge_reopen: bool) {
                     h,
                     reopen: r,
                     from,
-                    reopen_at,
+                    synced,
                 }) = orphan(ps, b_mode, end, seed)
                 else {
                     kind_done = Some(kind); // past B's commit
@@ -299,8 +314,8 @@ fn orphan_suite(name: &str, cuts: Cuts, judge_reopen: bool) {
                 let r = if judge_reopen { r } else { Ok(()) };
                 sum.scenario(&what, &h, r);
                 let range = match cuts {
-                    Cuts::BeforeReopen => from..reopen_at,
-                    Cuts::FromReopen => reopen_at..usize::MAX,
+                    Cuts::BeforeReopen => from..synced,
+                    Cuts::FromReopen => synced + 1..usize::MAX,
                 };
                 let n = match end {
                     End::Kill(n) | End::Fail(n) => n,

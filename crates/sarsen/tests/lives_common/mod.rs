@@ -141,12 +141,19 @@ impl History {
     }
 
     /// Classifies the end of a call made through `plan`.
-    fn outcome<T>(plan: &FaultPlan, r: Option<sarsen::Result<T>>) -> (Outcome, Option<T>) {
+    fn outcome<T>(
+        &mut self,
+        plan: &FaultPlan,
+        r: Option<sarsen::Result<T>>,
+    ) -> (Outcome, Option<T>) {
         match r {
             None => (Outcome::Killed, None),
             Some(_) if plan.halted() => (Outcome::Killed, None),
             Some(Ok(t)) => (Outcome::Done, Some(t)),
-            Some(Err(_)) => (Outcome::Failed, None),
+            Some(Err(e)) => {
+                self.story.push(format!("error: {e}"));
+                (Outcome::Failed, None)
+            }
         }
     }
 
@@ -159,7 +166,7 @@ impl History {
         c: &[Change],
     ) -> Outcome {
         let start = self.root.log_len();
-        let (how, txnid) = History::outcome(plan, catch_kill(|| commit(env, c)));
+        let (how, txnid) = self.outcome(plan, catch_kill(|| commit(env, c)));
         let steady = matches!(mode, Durability::Durable | Durability::NoMetaSync);
         let mut after = self.model.clone();
         apply_model(&mut after, c);
@@ -207,7 +214,7 @@ impl History {
         sync: impl FnOnce() -> sarsen::Result<()>,
     ) -> Outcome {
         let start = self.root.log_len();
-        let (how, _) = History::outcome(plan, catch_kill(sync));
+        let (how, _) = self.outcome(plan, catch_kill(sync));
         if mode == Durability::Durable {
             return how; // nothing to make durable
         }
@@ -265,8 +272,10 @@ pub struct Life {
     pub kill: Option<(u64, Kill)>,
 }
 
-/// Runs `life` on `dir`. Returns an error if what recovery found is wrong.
-pub fn run_life(dir: &Path, h: &mut History, life: &Life) -> Result<(), String> {
+/// Runs `life` on `dir`. Returns whether the process died (its kill point
+/// was reached), or an error if what recovery found is wrong or a call
+/// failed without a kill.
+pub fn run_life(dir: &Path, h: &mut History, life: &Life) -> Result<bool, String> {
     let ps = h.page_size;
     let plan = h.root.sharing_log();
     if let Some((n, how)) = life.kill {
@@ -276,7 +285,7 @@ pub fn run_life(dir: &Path, h: &mut History, life: &Life) -> Result<(), String> 
         Some(Ok(env)) => env,
         _ if plan.halted() => {
             h.story.push("killed in open".into());
-            return Ok(());
+            return Ok(true);
         }
         Some(Err(e)) => return Err(format!("open after a process death: {e}")),
         None => unreachable!("unwound without a halt"),
@@ -286,16 +295,20 @@ pub fn run_life(dir: &Path, h: &mut History, life: &Life) -> Result<(), String> 
     for i in 0..life.commits {
         let n = rng.random_range(1..=40);
         let c = changes(common::mix(life.seed ^ i as u64), ps, n);
-        if h.commit(&env, &plan, life.mode, &c) != Outcome::Done {
-            env.simulate_crash();
-            return Ok(());
+        let mut how = h.commit(&env, &plan, life.mode, &c);
+        if how == Outcome::Done && life.mode != Durability::Durable && rng.random_bool(0.35) {
+            how = h.sync(&plan, life.mode, || env.sync());
         }
-        if life.mode != Durability::Durable
-            && rng.random_bool(0.35)
-            && h.sync(&plan, life.mode, || env.sync()) != Outcome::Done
-        {
-            env.simulate_crash();
-            return Ok(());
+        match how {
+            Outcome::Done => {}
+            Outcome::Killed => {
+                env.simulate_crash();
+                return Ok(true);
+            }
+            Outcome::Failed => {
+                env.simulate_crash();
+                return Err(format!("{} without a kill", h.story.join(", ")));
+            }
         }
     }
     // A clean close (its sync too may be cut short by the kill).
@@ -303,7 +316,7 @@ pub fn run_life(dir: &Path, h: &mut History, life: &Life) -> Result<(), String> 
         drop(env);
         Ok(())
     });
-    Ok(())
+    Ok(plan.halted())
 }
 
 /// The kinds of a life's data file operations, in order.
