@@ -15,13 +15,15 @@
 //!
 //! The first life dies at each of its kill points in turn (just before and
 //! just after each meta write and each `fdatasync`, found by a dry run, and
-//! a clean close), twice; later lives die at a random one of theirs. `orphan_*`
+//! a clean close), each with 1 + `SARSEN_TEST_SCALE` continuations in
+//! which later lives die at a random one of theirs. `orphan_*`
 //! kills a writer between its meta write and its publish while another
 //! environment stays open and goes on writing, then reopens in the boot.
 //!
-//! `SARSEN_TEST_SCALE` multiplies the commits per life, `SARSEN_TEST_CASES`
-//! sets the random images per crash point (default 1); `SARSEN_SEED`
-//! replays.
+//! `SARSEN_TEST_SCALE` multiplies the commits per life (3) and adds
+//! continuations, `SARSEN_TEST_CASES` sets the random landings per crash
+//! point (default 1, besides none, all, and all but the metas);
+//! `SARSEN_SEED` replays a test's base seed.
 
 mod common;
 mod crash_common;
@@ -108,8 +110,9 @@ fn lives(modes: &[Durability], ps: u32) -> Summary {
     let dry = probe(empty.path(), &History::new(ps), &lives[0]);
     let (first, first_ops) = (kill_points(&dry), dry.len());
     let mut sum = Summary::default();
-    // Each kill point of the first life, with two ways on.
-    let runs = first.iter().flat_map(|k| [*k, *k]);
+    // Each kill point of the first life, with 1 + scale ways on.
+    let ways = 1 + common::scale();
+    let runs = first.iter().flat_map(|k| std::iter::repeat_n(*k, ways));
     for (j, k0) in runs.enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let mut h = History::new(ps);
