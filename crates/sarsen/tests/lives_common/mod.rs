@@ -371,19 +371,36 @@ pub fn kill_points(ops: &[OpClass]) -> Vec<u64> {
     v
 }
 
+/// How a crash image failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bad {
+    /// Open refused the file (no trusted meta, or `Corrupted` in recovery).
+    Open,
+    /// Reading the state or `Env::check` found corruption.
+    Corrupt,
+    /// It opened at a txnid the contract does not allow (older than the
+    /// newest durable commit, or an unsteady one).
+    Txnid,
+    /// Clean, at an allowed txnid, but with contents no state had.
+    Contents,
+}
+
 /// The result of judging crash images.
 #[derive(Debug, Default)]
 pub struct Verdicts {
     pub images: usize,
     pub failed: usize,
+    /// Failed images by [`Bad`].
+    pub by_kind: [usize; 4],
     /// Images that opened at an older state than the newest allowed.
     pub fell_back: usize,
     pub first: Vec<String>,
 }
 
 impl Verdicts {
-    pub fn fail(&mut self, what: String) {
+    pub fn fail(&mut self, bad: Bad, what: String) {
         self.failed += 1;
+        self.by_kind[bad as usize] += 1;
         if self.first.len() < 5 {
             self.first.push(what);
         }
@@ -392,6 +409,9 @@ impl Verdicts {
     pub fn add(&mut self, o: Verdicts) {
         self.images += o.images;
         self.failed += o.failed;
+        for (a, b) in self.by_kind.iter_mut().zip(o.by_kind) {
+            *a += b;
+        }
         self.fell_back += o.fell_back;
         for f in o.first {
             if self.first.len() < 5 {
@@ -422,17 +442,18 @@ impl History {
 
     /// Judges the image a power loss before op `p` leaves with `landing`,
     /// opened in a new boot in `dir`.
-    fn judge(&self, dir: &Path, p: usize, landing: Landing) -> Result<bool, String> {
+    fn judge(&self, dir: &Path, p: usize, landing: Landing) -> Result<bool, (Bad, String)> {
         let log = self.root.log();
         let image = crash_image(&log, p, landing);
         image.write_to(&dir.join("data.sdb")).unwrap();
         let env = open(dir, Durability::Durable, self.page_size, BOOT_AFTER, None)
-            .map_err(|e| format!("open: {e}"))?;
-        let (t, got) = try_contents(&env).map_err(|e| format!("read: {e}"))?;
-        check_clean(&env).map_err(|e| format!("txnid {t}: {e}"))?;
+            .map_err(|e| (Bad::Open, format!("open: {e}")))?;
+        let (t, got) = try_contents(&env).map_err(|e| (Bad::Corrupt, format!("read: {e}")))?;
+        check_clean(&env).map_err(|e| (Bad::Corrupt, format!("txnid {t}: {e}")))?;
         let allowed = self.allowed(p);
         if !allowed.contains(&t) {
-            return Err(format!("opened at txnid {t}, allowed {allowed:?}"));
+            let e = format!("opened at txnid {t}, allowed {allowed:?}");
+            return Err((Bad::Txnid, e));
         }
         let fits = self
             .states
@@ -441,7 +462,8 @@ impl History {
         if !fits {
             let m = self.states.iter().rev().find(|(s, ..)| *s == t);
             let d = m.map_or("no such state".into(), |(_, _, m)| diff(&got, m));
-            return Err(format!("txnid {t} holds no state the model had: {d}"));
+            let e = format!("txnid {t} holds no state the model had: {d}");
+            return Err((Bad::Contents, e));
         }
         Ok(allowed.last() != Some(&t))
     }
@@ -480,12 +502,18 @@ impl History {
                 }));
                 match r {
                     Ok(Ok(fell_back)) => v.fell_back += usize::from(fell_back),
-                    Ok(Err(e)) => v.fail(format!(
-                        "power loss before op {p} of {}, {l:?}: {e}; {}",
-                        log.len(),
-                        self.story.join(", ")
-                    )),
-                    Err(_) => v.fail(format!("power loss before op {p}, {l:?}: panicked")),
+                    Ok(Err((bad, e))) => v.fail(
+                        bad,
+                        format!(
+                            "power loss before op {p} of {}, {l:?}: {e}; {}",
+                            log.len(),
+                            self.story.join(", ")
+                        ),
+                    ),
+                    Err(_) => v.fail(
+                        Bad::Corrupt,
+                        format!("power loss before op {p}, {l:?}: panicked"),
+                    ),
                 }
             }
         }
@@ -544,8 +572,17 @@ impl Summary {
     pub fn print(&self, name: &str) {
         let i = &self.images;
         eprintln!(
-            "{name}: {} scenarios, {} failed at a same-boot reopen; {} crash images, {} failed, {} at an older state",
-            self.scenarios, self.reopen_failed, i.images, i.failed, i.fell_back
+            "{name}: {} scenarios, {} failed at a same-boot reopen; {} crash images, {} failed \
+             (refused to open {}, corrupt {}, wrong txnid {}, wrong contents {}), {} at an older state",
+            self.scenarios,
+            self.reopen_failed,
+            i.images,
+            i.failed,
+            i.by_kind[0],
+            i.by_kind[1],
+            i.by_kind[2],
+            i.by_kind[3],
+            i.fell_back
         );
     }
 
