@@ -327,13 +327,17 @@ pub enum OpClass {
     Sync,
 }
 
-/// Runs `life` without a kill on a copy of `dir`'s data file and returns
-/// its operations (a life is deterministic given the file it starts on).
+/// Runs `life` without a kill on a copy of `dir`'s data and lock files and
+/// returns its operations (a life is deterministic given the files it
+/// starts on).
 pub fn probe(dir: &Path, h: &History, life: &Life) -> Vec<OpClass> {
     let copy = tempfile::tempdir().unwrap();
-    let data = dir.join("data.sdb");
-    if data.exists() {
-        std::fs::copy(&data, copy.path().join("data.sdb")).unwrap();
+    // The lock file too: what the dead process left there is part of
+    // what the next one finds.
+    for f in ["data.sdb", "lock.sdb"] {
+        if dir.join(f).exists() {
+            std::fs::copy(dir.join(f), copy.path().join(f)).unwrap();
+        }
     }
     let mut ph = h.clone();
     ph.root = FaultPlan::recording();
