@@ -544,7 +544,7 @@ impl Env {
             writer: Mutex::new(Writer::new(layout)),
         };
         if let Opened::First(prev) = &opened {
-            env.recover(&metas, prev.as_ref())?;
+            env.recover(&metas, prev.as_deref())?;
             env.lock.set_upper_pgno(u64::from(upper_pgno));
             env.lock.downgrade()?;
         }

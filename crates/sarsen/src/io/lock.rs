@@ -139,7 +139,7 @@ pub(crate) enum Opened {
     /// Alone: the table was reset. Carries what the previous life of the
     /// environment (the processes that had it open before, all gone now)
     /// left in the lock file, if its header was valid.
-    First(Option<PrevLife>),
+    First(Option<Box<PrevLife>>),
     Joined,
 }
 
@@ -206,7 +206,11 @@ impl LockFile {
             }
         };
         let len = HEADER + SLOT * slots as usize;
-        let prev = if first { read_prev_life(&file) } else { None };
+        let prev = if first {
+            read_prev_life(&file).map(Box::new)
+        } else {
+            None
+        };
         if first {
             file.set_len(0)
                 .map_err(|e| Error::io("ftruncate lock", e))?;
