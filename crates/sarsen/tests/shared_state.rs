@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use sarsen::{Env, EnvOptions, Error, SlowReaderAction};
+use sarsen::{Env, EnvOptions, Error};
 
 fn open(dir: &Path, o: EnvOptions) -> Env {
     // SAFETY: the test's own temporary directory, used only by Sarsen
