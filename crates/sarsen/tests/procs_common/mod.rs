@@ -146,6 +146,11 @@ impl Kid {
         }
     }
 
+    /// Every protocol line received and not yet read.
+    pub fn drain(&mut self) -> Vec<String> {
+        self.lines.try_iter().collect()
+    }
+
     /// Waits for a line starting with `word`; returns the rest of it.
     pub fn expect(&mut self, word: &str, timeout: Duration) -> Result<String, String> {
         let end = Instant::now() + timeout;
