@@ -199,6 +199,7 @@ fn case(seed: u64, order: u64) -> (Vec<String>, bool) {
     } else {
         ["read", "write"]
     };
+    let mut parent_commit = None;
     for step in steps {
         let e = Arc::clone(&env);
         let r = if step == "read" {
@@ -216,15 +217,22 @@ fn case(seed: u64, order: u64) -> (Vec<String>, bool) {
             }
             Some(Err(e)) => problems.push(format!("{what}: {step}: {e}")),
             Some(Ok((seen, written))) => {
-                if !committed_state(seen, &models, t0, k) {
+                // After this process's own commit a read must see exactly it.
+                let own = parent_commit.filter(|_| step == "read");
+                let ok = match own {
+                    Some(t) => seen == (t, models[&t]),
+                    None => committed_state(seen, &models, t0, k),
+                };
+                if !ok {
                     problems.push(format!(
                         "{what}: {step} saw txnid {} digest {:x}: not the model after \
-                         {} or {k} commits (txnids {}..={})",
+                         {} or {k} commits (txnids {}..={}), nor this process's commit {:?}",
                         seen.0,
                         seen.1,
                         k - 1,
                         t0 + k - 1,
-                        t0 + k
+                        t0 + k,
+                        own
                     ));
                 }
                 if step == "write" {
@@ -233,6 +241,7 @@ fn case(seed: u64, order: u64) -> (Vec<String>, bool) {
                     let mut m = model_at(seed, t0, seen.0);
                     m.insert(b"parent".to_vec(), t.to_le_bytes().to_vec());
                     models.insert(t, digest(&m));
+                    parent_commit = Some(t);
                     if t != seen.0 + 1 || d != models[&t] {
                         problems.push(format!("{what}: the parent's commit {t} reads back wrong"));
                     }
@@ -241,6 +250,7 @@ fn case(seed: u64, order: u64) -> (Vec<String>, bool) {
         }
     }
     let newest = *models.keys().last().unwrap();
+    eprintln!("{what}: committed {acks:?}, then this process's steps ran; newest {newest}");
     problems.extend(third_process_reads(dir.path(), &models, newest));
     (problems, false)
 }
