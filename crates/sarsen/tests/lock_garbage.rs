@@ -116,7 +116,7 @@ fn lock_garbage_child() {
 }
 
 /// The committed model: keys `0..KEYS` at round `rounds - 1`.
-fn committed(env: &Env, rounds: u64) -> (u64, Vec<(Vec<u8>, Vec<u8>)>) {
+fn committed(env: &Env, rounds: u64) -> (u64, pc::Entries) {
     pc::overwrite(env, KEYS, 0, rounds);
     let r = env.read_txn().unwrap();
     (r.txnid(), pc::contents(&r, env.main_db()).unwrap())

@@ -35,6 +35,8 @@ use rand::{Rng, SeedableRng};
 use sarsen::{Env, EnvOptions};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
+/// A committed state as read: (txnid, digest of its entries).
+type State = (u64, u64);
 
 /// Keys the commits draw from.
 const KEY_SPACE: u32 = 300;
@@ -267,7 +269,7 @@ fn model_at(seed: u64, t0: u64, txnid: u64) -> Map {
 /// A write transaction in this process: what it sees (txnid of its base,
 /// digest), then it commits key `parent` and reads the result back:
 /// ((base txnid, base digest), (new txnid, new digest)).
-fn parent_write(env: &Env) -> Result<((u64, u64), (u64, u64)), String> {
+fn parent_write(env: &Env) -> Result<(State, State), String> {
     let mut w = env.write_txn().map_err(|e| format!("write_txn: {e}"))?;
     let base = w.txnid() - 1;
     let mut seen = Vec::new();

@@ -274,8 +274,11 @@ pub fn overwrite(env: &Env, n: u32, first: u64, rounds: u64) {
     }
 }
 
+/// The entries of a tree, in order.
+pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Every entry of the main tree in `r`, or a description of the read error.
-pub fn contents(r: &RoTxn, db: sarsen::Database) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn contents(r: &RoTxn, db: sarsen::Database) -> Result<Entries, String> {
     let mut out = Vec::new();
     for e in r.iter(db).map_err(|e| format!("iter: {e}"))? {
         let (k, v) = e.map_err(|e| format!("iteration: {e}"))?;
