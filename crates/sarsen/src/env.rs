@@ -110,6 +110,7 @@ pub struct EnvOptions {
     max_dbs: u32,
     read_only: bool,
     no_lock: bool,
+    validation: bool,
     exclusive: bool,
     slow_readers: Option<crate::readers::SlowReaders>,
     read_ahead: bool,
@@ -133,6 +134,7 @@ impl Default for EnvOptions {
             max_dbs: 128,
             read_only: false,
             no_lock: false,
+            validation: false,
             exclusive: false,
             slow_readers: None,
             read_ahead: true,
@@ -166,6 +168,13 @@ impl EnvOptions {
     /// file's recorded bound if that is larger). Address space for it is
     /// reserved once; only the pages in use take disk or memory. Writes
     /// past it fail with [`Error::UpperBoundReached`].
+    ///
+    /// The bound is the environment's, not the opener's: the first process
+    /// to open it (when no other has it open) sets it, and every later
+    /// opener maps that bound whatever it asks for, so that no process can
+    /// grow the file past another's map. It takes effect anew once every
+    /// process has closed the environment. [`Env::info`] reports the bound
+    /// in force.
     pub fn max_size(mut self, bytes: u64) -> Self {
         self.max_size = Some(bytes);
         self
@@ -344,6 +353,25 @@ impl EnvOptions {
         self
     }
 
+    /// Paranoid open, for files from untrusted sources: run
+    /// [`Env::check`] on the newest snapshot before returning, and refuse
+    /// a database with any problem (libmdbx's `MDBX_VALIDATION` checks
+    /// pages as they are read; this walks the whole file once). Besides
+    /// every checksum it verifies that the free-page lists (GC) and the
+    /// trees agree: a GC that lists a live page would let the writer
+    /// overwrite it. Costs a read of every page in use. Default off.
+    ///
+    /// ```
+    /// use sarsen::EnvOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe { EnvOptions::new().validation(true).open(dir.path())? };
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn validation(mut self, yes: bool) -> Self {
+        self.validation = yes;
+        self
+    }
+
     /// Test hook (feature `fault-injection`): the `n`-th snapshot this
     /// environment publishes after open (counting from 1: commits and
     /// repairs, not the first opener's initial publish) stops half-way, with the
@@ -359,10 +387,16 @@ impl EnvOptions {
 
     /// Opens or creates the environment at `path`.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a bad page size or reader
-    /// count; [`Error::Incompatible`] for a file of another format;
-    /// [`Error::Corrupted`] when no meta page is valid or the file is shorter
-    /// than its newest commit needs; [`Error::Io`] from the OS.
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a bad page size or reader count, or
+    /// `no_lock` without `read_only`; [`Error::Incompatible`] for a file of
+    /// another format, or a lock file of another format held open by a
+    /// live process; [`Error::Corrupted`] when no meta page can be trusted,
+    /// or (with [`validation`](EnvOptions::validation)) for the first
+    /// problem the check finds; [`Error::Busy`] (see
+    /// [`exclusive`](EnvOptions::exclusive)); [`Error::Io`] from the OS,
+    /// among them a lock file this process may not write.
     ///
     /// # Safety
     ///
@@ -552,6 +586,18 @@ impl Env {
         if let Some(n) = o.die_in_publish {
             env.lock.set_die_in_publish(n);
         }
+        if o.validation {
+            let r = env.check()?;
+            if let Some(p) = r.problems.first() {
+                return Err(Error::corrupted(
+                    p.page,
+                    format!(
+                        "validation at open: {} ({} problems in all)",
+                        p.what, r.problems_total
+                    ),
+                ));
+            }
+        }
         if o.write_map && !o.read_only {
             // Pages are written through the map: allocate the blocks of every
             // page in use (filling holes any sparse growth left).
@@ -570,13 +616,29 @@ impl Env {
     /// no system call, no allocation (the thread's reader slot is reused).
     /// Any number may be open at once, in any threads.
     ///
-    /// Errors: [`Error::ReadersFull`] when every reader slot is in use.
+    /// # Errors
+    ///
+    /// [`Error::ReadersFull`] when every reader slot is in use;
+    /// [`Error::Forked`] in a `fork()` child of the process that opened
+    /// the environment; [`Error::Corrupted`] if the published snapshot
+    /// stays half-written for 10 s while a live writer holds the writer
+    /// lock (a writer that died publishing is repaired at once, by the
+    /// first reader or writer that can take the writer lock).
     pub fn read_txn(&self) -> Result<RoTxn<'_>> {
         RoTxn::begin(self)
     }
 
     /// Starts the write transaction, waiting while another (in this or
-    /// another process) is open. Errors: [`Error::ReadOnly`].
+    /// another process) is open.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`]; [`Error::Forked`] in a `fork()` child of the
+    /// process that opened the environment; [`Error::SyncFailed`] after a
+    /// failed sync in any process; [`Error::Corrupted`] if the lock file's
+    /// published state disagrees with the meta pages (a stray write into
+    /// the lock file), or if repairing a snapshot whose writer died while
+    /// publishing it finds no meta to trust; [`Error::Io`].
     pub fn write_txn(&self) -> Result<RwTxn<'_>> {
         RwTxn::begin(self)
     }
@@ -609,7 +671,13 @@ impl Env {
     }
 
     /// Makes every commit durable now (needed only in the non-durable
-    /// modes). Waits for the writer lock. Errors: [`Error::Io`].
+    /// modes). Waits for the writer lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] (a failed `fdatasync` also makes every later write
+    /// and sync fail with [`Error::SyncFailed`], in every process, until
+    /// the environment is reopened); [`Error::Forked`].
     pub fn sync(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
@@ -689,16 +757,18 @@ impl Env {
         crate::copy::copy_compact(self, &txn, dir.as_ref())
     }
 
-    /// Frees the reader slots of processes that died without closing the
-    /// environment (LMDB's `mdb_reader_check`, libmdbx's
-    /// `mdbx_reader_check`); returns how many. A process is alive while it
-    /// holds its liveness lock in the lock file, which the kernel drops when
-    /// it dies, so a reused pid is not mistaken for the dead process unless
-    /// the new process has this environment open too. Write transactions do
-    /// this by themselves when the oldest reader belongs to a dead process,
-    /// and read transactions when the reader table is full.
+    /// Frees the reader slots of environments whose process died without
+    /// closing them (LMDB's `mdb_reader_check`, libmdbx's
+    /// `mdbx_reader_check`); returns how many. Each slot is owned by a
+    /// random per-`Env` token, and its owner holds a lock on a byte of the
+    /// lock file for that slot, which the kernel drops when the process
+    /// dies: so pids reused, or equal across PID namespaces (containers),
+    /// never make a dead slot look alive or a live one dead. Write
+    /// transactions do this by themselves when the oldest reader's
+    /// environment is dead, and read transactions when the table is full.
     ///
-    /// Errors: [`Error::Io`] if the lock cannot be queried.
+    /// Errors: [`Error::Forked`] in a `fork()` child; [`Error::Io`] if a
+    /// lock cannot be queried.
     pub fn reader_check(&self) -> Result<u32> {
         self.check_fork()?;
         self.lock.reclaim_dead(self.token)

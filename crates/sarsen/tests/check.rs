@@ -168,3 +168,45 @@ fn check_runs_beside_a_writer() {
         }
     });
 }
+
+/// `EnvOptions::validation` refuses at open exactly the damaged copies
+/// that `Env::check` finds problems in, and opens the others.
+#[test]
+fn validation_at_open_agrees_with_check() {
+    let dir = tempfile::tempdir().unwrap();
+    template(dir.path(), 4);
+    let pages = open(dir.path()).unwrap().check().unwrap().pages;
+    let mut pristine = std::fs::read(dir.path().join("data.sdb")).unwrap();
+    pristine.truncate(pages as usize * 512);
+    let mut rng = SmallRng::seed_from_u64(5);
+    let (mut refused, mut opened) = (0, 0);
+    for p in (3..pages as usize).step_by(3) {
+        let damaged = tempfile::tempdir().unwrap();
+        let mut bytes = pristine.clone();
+        bytes[p * 512 + rng.random_range(0..512)] ^= 1 << rng.random_range(0..8);
+        std::fs::write(damaged.path().join("data.sdb"), &bytes).unwrap();
+        // The plain open first: it may roll back a damaged newest commit,
+        // and rewrite its meta, so the validating open sees the same file.
+        let found = match open(damaged.path()) {
+            Ok(env) => !env.check().unwrap().is_ok(),
+            Err(_) => continue,
+        };
+        // SAFETY: the test's own temporary directory; nothing else maps it.
+        let v = unsafe {
+            EnvOptions::new()
+                .page_size(512)
+                .validation(true)
+                .open(damaged.path())
+        };
+        match v {
+            Err(sarsen::Error::Corrupted { .. }) if found => refused += 1,
+            Ok(_) if !found => opened += 1,
+            Err(e) => panic!("page {p}: check found {found}, validating open gave {e}"),
+            Ok(_) => panic!("page {p}: check found problems, validating open accepted"),
+        }
+    }
+    assert!(
+        refused > 0 && opened > 0,
+        "{refused} refused, {opened} opened"
+    );
+}
