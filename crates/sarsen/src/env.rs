@@ -120,6 +120,8 @@ pub struct EnvOptions {
     fault: Option<crate::io::fault::FaultPlan>,
     #[cfg(feature = "fault-injection")]
     die_in_publish: Option<u64>,
+    #[cfg(feature = "fault-injection")]
+    claim_pause_ms: u64,
 }
 
 impl Default for EnvOptions {
@@ -144,6 +146,8 @@ impl Default for EnvOptions {
             fault: None,
             #[cfg(feature = "fault-injection")]
             die_in_publish: None,
+            #[cfg(feature = "fault-injection")]
+            claim_pause_ms: 0,
         }
     }
 }
@@ -385,6 +389,17 @@ impl EnvOptions {
         self
     }
 
+    /// Test hook (feature `fault-injection`): each reader-slot claim of
+    /// this environment sleeps `ms` milliseconds once the slot's owner
+    /// token is visible to other threads, as a claimer preempted there
+    /// would. Not part of the stable API.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn pause_in_slot_claim(mut self, ms: u64) -> Self {
+        self.claim_pause_ms = ms;
+        self
+    }
+
     /// Opens or creates the environment at `path`.
     ///
     /// # Errors
@@ -586,6 +601,8 @@ impl Env {
         if let Some(n) = o.die_in_publish {
             env.lock.set_die_in_publish(n);
         }
+        #[cfg(feature = "fault-injection")]
+        env.lock.set_claim_pause(o.claim_pause_ms);
         if o.validation {
             let r = env.check()?;
             if let Some(p) = r.problems.first() {

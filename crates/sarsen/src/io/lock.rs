@@ -126,6 +126,10 @@ pub(crate) struct LockFile {
     /// half-way through one (0 = never).
     #[cfg(feature = "fault-injection")]
     die_in_publish: AtomicU64,
+    /// Test hook: milliseconds a slot claim sleeps once the slot's token
+    /// is visible (a preempted claimer), 0 = none.
+    #[cfg(feature = "fault-injection")]
+    claim_pause_ms: AtomicU64,
 }
 
 // SAFETY: all shared fields are accessed through atomics; the mapping lives
@@ -251,6 +255,8 @@ impl LockFile {
             claims: std::sync::Mutex::new(()),
             #[cfg(feature = "fault-injection")]
             die_in_publish: AtomicU64::new(0),
+            #[cfg(feature = "fault-injection")]
+            claim_pause_ms: AtomicU64::new(0),
         };
         if first {
             lock.word(8).store(
@@ -300,6 +306,8 @@ impl LockFile {
             claims: std::sync::Mutex::new(()),
             #[cfg(feature = "fault-injection")]
             die_in_publish: AtomicU64::new(0),
+            #[cfg(feature = "fault-injection")]
+            claim_pause_ms: AtomicU64::new(0),
         };
         lock.word(8).store(
             u64::from(VERSION) | (u64::from(max_readers) << 32),
@@ -465,6 +473,21 @@ impl LockFile {
     #[cfg(feature = "fault-injection")]
     pub(crate) fn set_die_in_publish(&self, n: u64) {
         self.die_in_publish.store(n, Ordering::Relaxed);
+    }
+
+    /// Test hook: slot claims pause `ms` milliseconds once the token is
+    /// visible.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn set_claim_pause(&self, ms: u64) {
+        self.claim_pause_ms.store(ms, Ordering::Relaxed);
+    }
+
+    #[cfg(feature = "fault-injection")]
+    pub(super) fn pause_in_claim(&self) {
+        let ms = self.claim_pause_ms.load(Ordering::Relaxed);
+        if ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
     }
 
     #[cfg(feature = "fault-injection")]

@@ -157,6 +157,8 @@ impl LockFile {
             self.slot_pid(i).store(pid, Ordering::Relaxed);
             self.slot_tid(i).store(tid, Ordering::Relaxed);
             self.slot_owner(i).store(owner, Ordering::Release);
+            #[cfg(feature = "fault-injection")]
+            self.pause_in_claim();
             self.high_water()
                 .fetch_max(u64::from(i) + 1, Ordering::SeqCst);
             return Ok(Some(i));
