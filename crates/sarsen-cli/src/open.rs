@@ -14,6 +14,11 @@ pub struct DbPath {
     /// PATH is the data file (EnvOptions::single_file).
     #[arg(long)]
     pub single_file: bool,
+    /// Read without the lock file (EnvOptions::no_lock, LMDB's
+    /// MDB_NOLOCK): for a database no process writes, whose lock file this
+    /// user may not write. Read-only subcommands only.
+    #[arg(long)]
+    pub no_lock: bool,
 }
 
 /// Named databases a tool can open at once.
@@ -26,6 +31,7 @@ impl DbPath {
     pub fn open(&self) -> Result<Env, String> {
         let o = EnvOptions::new()
             .read_only(true)
+            .no_lock(self.no_lock)
             .single_file(self.single_file)
             .max_dbs(MAX_DBS);
         self.open_with(&o)
@@ -43,6 +49,9 @@ impl DbPath {
         } else {
             self.path.join("data.sdb")
         };
+        if self.no_lock {
+            return Err("--no-lock is only for the read-only subcommands".into());
+        }
         if !create && !data.is_file() {
             return Err(format!("{}: no database there", self.path.display()));
         }

@@ -137,3 +137,22 @@ fn usage_errors_and_missing_databases_exit_2() {
         assert!(stdout(&o).contains("--single-file"));
     }
 }
+
+/// `--no-lock` reads a database whose lock file cannot be opened (here a
+/// directory stands in its place), and only for the read-only subcommands.
+#[test]
+fn no_lock_reads_without_the_lock_file() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let lock = dir.path().join("lock.sdb");
+    std::fs::remove_file(&lock).unwrap();
+    std::fs::create_dir(&lock).unwrap();
+    let path = dir.path().to_str().unwrap();
+    assert_eq!(sarsen(&["check", path]).status.code(), Some(2));
+    let o = sarsen(&["check", "--no-lock", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let stat = stdout(&sarsen(&["stat", "--no-lock", path]));
+    assert!(stat.contains("1500"), "{stat}");
+    let o = sarsen(&["drop", "--no-lock", path]);
+    assert_ne!(o.status.code(), Some(0), "drop with --no-lock");
+}

@@ -4,15 +4,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::btree::MapSource;
 use crate::db::{Database, Registry};
 use crate::error::{Error, Result};
-use crate::io::lock::{Opened, Published, WriterShared};
+use crate::io::lock::{Opened, Published};
 use crate::io::{DataFile, LockFile, Map};
-use crate::page::meta::{self, Meta, MetaError, META_LEN};
-use crate::page::{
-    DbRecord, Layout, LeafValue, Page, Pgno, MAX_PAGE, MAX_PGNO, META_PAGES, MIN_PAGE,
-};
+use crate::page::meta::{self, Meta};
+use crate::page::{Layout, Pgno, MAX_PAGE, MAX_PGNO, META_PAGES, MIN_PAGE};
+use crate::recovery::{boot_id, read_metas};
 use crate::txn::writer::Writer;
 use crate::txn::{RoTxn, RwTxn};
 
@@ -112,6 +110,7 @@ pub struct EnvOptions {
     max_dbs: u32,
     read_only: bool,
     no_lock: bool,
+    validation: bool,
     exclusive: bool,
     slow_readers: Option<crate::readers::SlowReaders>,
     read_ahead: bool,
@@ -121,6 +120,8 @@ pub struct EnvOptions {
     fault: Option<crate::io::fault::FaultPlan>,
     #[cfg(feature = "fault-injection")]
     die_in_publish: Option<u64>,
+    #[cfg(feature = "fault-injection")]
+    claim_pause_ms: u64,
 }
 
 impl Default for EnvOptions {
@@ -135,6 +136,7 @@ impl Default for EnvOptions {
             max_dbs: 128,
             read_only: false,
             no_lock: false,
+            validation: false,
             exclusive: false,
             slow_readers: None,
             read_ahead: true,
@@ -144,6 +146,8 @@ impl Default for EnvOptions {
             fault: None,
             #[cfg(feature = "fault-injection")]
             die_in_publish: None,
+            #[cfg(feature = "fault-injection")]
+            claim_pause_ms: 0,
         }
     }
 }
@@ -168,6 +172,13 @@ impl EnvOptions {
     /// file's recorded bound if that is larger). Address space for it is
     /// reserved once; only the pages in use take disk or memory. Writes
     /// past it fail with [`Error::UpperBoundReached`].
+    ///
+    /// The bound is the environment's, not the opener's: the first process
+    /// to open it (when no other has it open) sets it, and every later
+    /// opener maps that bound whatever it asks for, so that no process can
+    /// grow the file past another's map. It takes effect anew once every
+    /// process has closed the environment. [`Env::info`] reports the bound
+    /// in force.
     pub fn max_size(mut self, bytes: u64) -> Self {
         self.max_size = Some(bytes);
         self
@@ -346,6 +357,25 @@ impl EnvOptions {
         self
     }
 
+    /// Paranoid open, for files from untrusted sources: run
+    /// [`Env::check`] on the newest snapshot before returning, and refuse
+    /// a database with any problem (libmdbx's `MDBX_VALIDATION` checks
+    /// pages as they are read; this walks the whole file once). Besides
+    /// every checksum it verifies that the free-page lists (GC) and the
+    /// trees agree: a GC that lists a live page would let the writer
+    /// overwrite it. Costs a read of every page in use. Default off.
+    ///
+    /// ```
+    /// use sarsen::EnvOptions;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe { EnvOptions::new().validation(true).open(dir.path())? };
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn validation(mut self, yes: bool) -> Self {
+        self.validation = yes;
+        self
+    }
+
     /// Test hook (feature `fault-injection`): the `n`-th snapshot this
     /// environment publishes after open (counting from 1: commits and
     /// repairs, not the first opener's initial publish) stops half-way, with the
@@ -359,12 +389,29 @@ impl EnvOptions {
         self
     }
 
+    /// Test hook (feature `fault-injection`): each reader-slot claim of
+    /// this environment sleeps `ms` milliseconds once the slot's owner
+    /// token is visible to other threads, as a claimer preempted there
+    /// would. Not part of the stable API.
+    #[cfg(feature = "fault-injection")]
+    #[doc(hidden)]
+    pub fn pause_in_slot_claim(mut self, ms: u64) -> Self {
+        self.claim_pause_ms = ms;
+        self
+    }
+
     /// Opens or creates the environment at `path`.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a bad page size or reader
-    /// count; [`Error::Incompatible`] for a file of another format;
-    /// [`Error::Corrupted`] when no meta page is valid or the file is shorter
-    /// than its newest commit needs; [`Error::Io`] from the OS.
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a bad page size or reader count, or
+    /// `no_lock` without `read_only`; [`Error::Incompatible`] for a file of
+    /// another format, or a lock file of another format held open by a
+    /// live process; [`Error::Corrupted`] when no meta page can be trusted,
+    /// or (with [`validation`](EnvOptions::validation)) for the first
+    /// problem the check finds; [`Error::Busy`] (see
+    /// [`exclusive`](EnvOptions::exclusive)); [`Error::Io`] from the OS,
+    /// among them a lock file this process may not write.
     ///
     /// # Safety
     ///
@@ -409,6 +456,8 @@ pub struct Env {
     pub(crate) read_only: bool,
     pub(crate) slow_readers: Option<crate::readers::SlowReaders>,
     pub(crate) uid: u64,
+    /// Random owner token of this environment's reader slots (`io/slots.rs`).
+    pub(crate) token: u64,
     pub(crate) pid: u32,
     /// [`crate::io::lock::fork_generation`] at open: a different value
     /// means this is a forked child ([`Error::Forked`]).
@@ -418,12 +467,6 @@ pub struct Env {
     pub(crate) boot_id: [u8; 16],
     pub(crate) registry: Registry,
     pub(crate) writer: Mutex<Writer>,
-}
-
-/// A meta page found at open, with its slot.
-struct Found {
-    slot: u8,
-    meta: Meta,
 }
 
 impl Env {
@@ -467,11 +510,11 @@ impl Env {
             ));
         }
         let (lock, opened) = if o.no_lock {
-            (LockFile::private(o.max_readers)?, Opened::First)
+            (LockFile::private(o.max_readers)?, Opened::First(None))
         } else {
             match LockFile::open(&lock_path, o.max_readers, o.exclusive) {
                 Err(Error::Io { source, .. }) if o.read_only && lock_on_read_only_fs(&source) => {
-                    (LockFile::private(o.max_readers)?, Opened::First)
+                    (LockFile::private(o.max_readers)?, Opened::First(None))
                 }
                 Err(Error::Io { source, .. }) if permission_denied(&source) => {
                     return Err(Error::Io {
@@ -492,6 +535,13 @@ impl Env {
                 ));
             }
             create(&file, ps, o, boot_id)?;
+            // The new file's name must survive a crash as its bytes do.
+            let dir = data_path.parent().unwrap_or(Path::new("."));
+            sync_dir(if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            })?;
         }
         let metas = read_metas(&file)?;
         let newest = metas
@@ -500,7 +550,13 @@ impl Env {
             .ok_or_else(|| Error::corrupted(0, "no valid meta page"))?;
         let page_size = newest.meta.page_size;
         let layout = Layout::new(page_size);
-        let want_upper = o.max_size.unwrap_or(DEFAULT_UPPER) / u64::from(page_size);
+        // Every opener maps the same upper bound: the first opener's (its
+        // option or the recorded bound, the larger), so no process's map
+        // ends before pages another may grow the file to.
+        let want_upper = match opened {
+            Opened::Joined => lock.upper_pgno(),
+            Opened::First(_) => o.max_size.unwrap_or(DEFAULT_UPPER) / u64::from(page_size),
+        };
         let upper_pgno = want_upper
             .max(u64::from(newest.meta.upper))
             .clamp(u64::from(META_PAGES) + 1, u64::from(MAX_PGNO)) as Pgno;
@@ -528,6 +584,7 @@ impl Env {
             read_only: o.read_only,
             slow_readers: o.slow_readers.clone(),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            token: crate::io::slots::new_owner_token(),
             pid: std::process::id(),
             fork_gen: crate::io::lock::fork_generation(),
             crashed: false,
@@ -535,19 +592,34 @@ impl Env {
             registry: Registry::new(o.max_dbs),
             writer: Mutex::new(Writer::new(layout)),
         };
-        if let Opened::First = opened {
-            env.recover(&metas)?;
+        if let Opened::First(prev) = &opened {
+            env.recover(&metas, prev.as_deref())?;
+            env.lock.set_upper_pgno(u64::from(upper_pgno));
             env.lock.downgrade()?;
         }
         #[cfg(feature = "fault-injection")]
         if let Some(n) = o.die_in_publish {
             env.lock.set_die_in_publish(n);
         }
+        #[cfg(feature = "fault-injection")]
+        env.lock.set_claim_pause(o.claim_pause_ms);
+        if o.validation {
+            let r = env.check()?;
+            if let Some(p) = r.problems.first() {
+                return Err(Error::corrupted(
+                    p.page,
+                    format!(
+                        "validation at open: {} ({} problems in all)",
+                        p.what, r.problems_total
+                    ),
+                ));
+            }
+        }
         if o.write_map && !o.read_only {
             // Pages are written through the map: allocate the blocks of every
             // page in use (filling holes any sparse growth left).
             let ps = u64::from(page_size);
-            let next = env.lock.published().next_pgno;
+            let next = env.published()?.next_pgno;
             env.map.grow(
                 next * ps,
                 u64::from(growth_pgno) * ps,
@@ -557,228 +629,33 @@ impl Env {
         Ok(env)
     }
 
-    /// First opener: picks the meta to trust, publishes it, and erases
-    /// newer metas that failed verification so they can never win later.
-    fn recover(&self, metas: &[Found]) -> Result<()> {
-        let mut order: Vec<&Found> = metas.iter().collect();
-        order.sort_by_key(|f| std::cmp::Reverse((f.meta.txnid, f.meta.flags & meta::STEADY)));
-        let len = self.file.len()?;
-        let mut rejected = Vec::new();
-        let mut chosen = None;
-        let mut last_err = None;
-        for f in &order {
-            match self.trust(&f.meta, len) {
-                Ok(()) => {
-                    chosen = Some(*f);
-                    break;
-                }
-                Err(e) => {
-                    rejected.push(f.slot);
-                    last_err = Some(e);
-                }
-            }
-        }
-        let Some(c) = chosen else {
-            return Err(last_err.unwrap_or_else(|| Error::corrupted(0, "no valid meta page")));
-        };
-        let steady = order
-            .iter()
-            .filter(|f| f.meta.txnid <= c.meta.txnid && f.meta.flags & meta::STEADY != 0)
-            .find(|f| !rejected.contains(&f.slot))
-            .copied()
-            .unwrap_or(c);
-        if !rejected.is_empty() && !self.read_only {
-            let mut buf = vec![0u8; self.page_size as usize];
-            c.meta.encode(&mut buf);
-            for slot in &rejected {
-                self.file.write_at(
-                    &buf[..META_LEN],
-                    u64::from(*slot) * u64::from(self.page_size),
-                )?;
-            }
-            self.file.sync_data()?;
-        }
-        let m = &c.meta;
-        let p = Published {
-            txnid: m.txnid,
-            next_pgno: u64::from(m.next_pgno),
-            catalog: m.catalog.to_words(),
-            main: m.main.to_words(),
-            gc: m.gc.to_words(),
-        };
-        let w = WriterShared {
-            durable_txnid: steady.meta.txnid,
-            meta_current: c.slot,
-            meta_steady: steady.slot,
-            current_steady: c.meta.flags & meta::STEADY != 0,
-        };
-        self.lock.publish(&p, &w);
-        Ok(())
-    }
-
-    /// Whether meta `m` can be trusted after a possible crash.
-    fn trust(&self, m: &Meta, file_len: u64) -> Result<()> {
-        let need = u64::from(m.next_pgno) * u64::from(m.page_size);
-        if need > file_len {
-            return Err(Error::corrupted(
-                u64::from(m.next_pgno),
-                format!("file is {file_len} bytes, its newest commit needs {need}"),
-            ));
-        }
-        if m.page_size != self.page_size {
-            return Err(Error::corrupted(0, "meta pages disagree on the page size"));
-        }
-        let same_boot = m.boot_id == self.boot_id && m.boot_id != [0; 16];
-        if same_boot {
-            // The OS kept every write of this boot: nothing can be missing.
-            return Ok(());
-        }
-        if m.flags & meta::STEADY == 0 && m.flags & meta::NO_SYNC == 0 {
-            return Err(Error::corrupted(
-                0,
-                "unsynced commit from before a system restart",
-            ));
-        }
-        if m.flags & meta::ONE_SYNC != 0 {
-            self.verify_commit(m)?;
-        }
-        Ok(())
-    }
-
-    /// Verifies the checksums of every page written by commit `m` (those
-    /// reached through `FRESH` links from roots it wrote).
-    fn verify_commit(&self, m: &Meta) -> Result<()> {
-        let src = MapSource {
-            map: &self.map,
-            layout: self.layout,
-            limit: m.next_pgno,
-        };
-        let mut seen = crate::btree::Visited::default();
-        for rec in [&m.gc, &m.catalog, &m.main] {
-            self.verify_tree(src, rec, m.txnid, &mut seen)?;
-        }
-        if m.catalog.root != 0 {
-            let mut c = crate::cursor::RawCursor::new(
-                crate::cursor::AnySource::Map(src),
-                m.catalog,
-                crate::order::Order::Bytewise,
-            );
-            let mut e = c.first()?;
-            while let Some((_, v)) = e {
-                // Record and settings: a value longer than a record is a
-                // database with settings, and must be verified too.
-                let entry = crate::page::CatalogEntry::decode(v).map_err(|what| {
-                    Error::corrupted(u64::from(m.catalog.root), format!("catalog entry: {what}"))
-                })?;
-                self.verify_tree(src, &entry.rec, m.txnid, &mut seen)?;
-                e = c.next()?;
-            }
-        }
-        Ok(())
-    }
-
-    fn verify_tree(
-        &self,
-        src: MapSource<'_>,
-        rec: &DbRecord,
-        txnid: u64,
-        seen: &mut crate::btree::Visited,
-    ) -> Result<()> {
-        if rec.root == 0 || rec.mod_txnid != txnid {
-            return Ok(());
-        }
-        let depth = crate::btree::check_depth(rec)?;
-        let dups = rec.flags & crate::page::record::DUPSORT != 0;
-        self.verify_page(src, rec.root, rec.root_cksum, depth, dups, seen)
-    }
-
-    fn verify_page(
-        &self,
-        src: MapSource<'_>,
-        pgno: Pgno,
-        sum: u64,
-        levels: usize,
-        dups: bool,
-        seen: &mut crate::btree::Visited,
-    ) -> Result<()> {
-        seen.enter(pgno)?;
-        let ps = self.layout.psize;
-        let bytes = self
-            .map
-            .slice(pgno as usize * ps, ps)
-            .filter(|_| pgno >= META_PAGES && pgno < src.limit)
-            .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the file"))?;
-        if crate::page::checksum(bytes) != sum || levels == 0 {
-            return Err(Error::corrupted(
-                u64::from(pgno),
-                "checksum mismatch in the newest commit",
-            ));
-        }
-        let p = Page::new(bytes, pgno)?;
-        for i in 0..p.len() {
-            if p.is_leaf() {
-                let n = p.leaf(i)?;
-                let sub = crate::page::node::SUBTREE | crate::page::node::FRESH;
-                if dups && n.flags & sub == sub {
-                    // A duplicate sub-tree this commit wrote.
-                    let r = match n.value {
-                        LeafValue::Inline(v) => DbRecord::decode(v),
-                        LeafValue::Overflow { .. } => None,
-                    }
-                    .ok_or_else(|| {
-                        Error::corrupted(u64::from(pgno), "damaged duplicate sub-tree record")
-                    })?;
-                    let depth = crate::btree::check_depth(&r)?;
-                    self.verify_page(src, r.root, r.root_cksum, depth, false, seen)?;
-                    continue;
-                }
-                if let LeafValue::Overflow {
-                    pgno: run,
-                    len,
-                    cksum,
-                } = n.value
-                {
-                    if n.flags & crate::page::node::FRESH != 0 {
-                        let np = self.layout.overflow_pages(len);
-                        let b = self
-                            .map
-                            .slice(run as usize * ps, np * ps)
-                            .filter(|_| {
-                                run >= META_PAGES
-                                    && u64::from(run) + np as u64 <= u64::from(src.limit)
-                            })
-                            .ok_or_else(|| {
-                                Error::corrupted(u64::from(run), "overflow run outside the file")
-                            })?;
-                        if crate::page::checksum(b) != cksum {
-                            return Err(Error::corrupted(
-                                u64::from(run),
-                                "overflow checksum mismatch in the newest commit",
-                            ));
-                        }
-                    }
-                }
-            } else {
-                let n = p.branch(i)?;
-                if n.flags & crate::page::node::FRESH != 0 {
-                    self.verify_page(src, n.child, n.cksum, levels - 1, dups, seen)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Starts a read transaction on the newest commit. Wait-free: no lock,
     /// no system call, no allocation (the thread's reader slot is reused).
     /// Any number may be open at once, in any threads.
     ///
-    /// Errors: [`Error::ReadersFull`] when every reader slot is in use.
+    /// # Errors
+    ///
+    /// [`Error::ReadersFull`] when every reader slot is in use;
+    /// [`Error::Forked`] in a `fork()` child of the process that opened
+    /// the environment; [`Error::Corrupted`] if the published snapshot
+    /// stays half-written for 10 s while a live writer holds the writer
+    /// lock (a writer that died publishing is repaired at once, by the
+    /// first reader or writer that can take the writer lock).
     pub fn read_txn(&self) -> Result<RoTxn<'_>> {
         RoTxn::begin(self)
     }
 
     /// Starts the write transaction, waiting while another (in this or
-    /// another process) is open. Errors: [`Error::ReadOnly`].
+    /// another process) is open.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ReadOnly`]; [`Error::Forked`] in a `fork()` child of the
+    /// process that opened the environment; [`Error::SyncFailed`] after a
+    /// failed sync in any process; [`Error::Corrupted`] if the lock file's
+    /// published state disagrees with the meta pages (a stray write into
+    /// the lock file), or if repairing a snapshot whose writer died while
+    /// publishing it finds no meta to trust; [`Error::Io`].
     pub fn write_txn(&self) -> Result<RwTxn<'_>> {
         RwTxn::begin(self)
     }
@@ -811,12 +688,19 @@ impl Env {
     }
 
     /// Makes every commit durable now (needed only in the non-durable
-    /// modes). Waits for the writer lock. Errors: [`Error::Io`].
+    /// modes). Waits for the writer lock.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] (a failed `fdatasync` also makes every later write
+    /// and sync fail with [`Error::SyncFailed`], in every process, until
+    /// the environment is reopened); [`Error::Forked`].
     pub fn sync(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
         self.check_fork()?;
+        self.check_synced()?;
         let _g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         self.lock.lock_writer()?;
         let r = crate::txn::commit::sync_steady(self);
@@ -890,19 +774,21 @@ impl Env {
         crate::copy::copy_compact(self, &txn, dir.as_ref())
     }
 
-    /// Frees the reader slots of processes that died without closing the
-    /// environment (LMDB's `mdb_reader_check`, libmdbx's
-    /// `mdbx_reader_check`); returns how many. A process is alive while it
-    /// holds its liveness lock in the lock file, which the kernel drops when
-    /// it dies, so a reused pid is not mistaken for the dead process unless
-    /// the new process has this environment open too. Write transactions do
-    /// this by themselves when the oldest reader belongs to a dead process,
-    /// and read transactions when the reader table is full.
+    /// Frees the reader slots of environments whose process died without
+    /// closing them (LMDB's `mdb_reader_check`, libmdbx's
+    /// `mdbx_reader_check`); returns how many. Each slot is owned by a
+    /// random per-`Env` token, and its owner holds a lock on a byte of the
+    /// lock file for that slot, which the kernel drops when the process
+    /// dies: so pids reused, or equal across PID namespaces (containers),
+    /// never make a dead slot look alive or a live one dead. Write
+    /// transactions do this by themselves when the oldest reader's
+    /// environment is dead, and read transactions when the table is full.
     ///
-    /// Errors: [`Error::Io`] if the lock cannot be queried.
+    /// Errors: [`Error::Forked`] in a `fork()` child; [`Error::Io`] if a
+    /// lock cannot be queried.
     pub fn reader_check(&self) -> Result<u32> {
         self.check_fork()?;
-        self.lock.reclaim_dead(self.pid)
+        self.lock.reclaim_dead(self.token)
     }
 
     /// The reader table: every claimed slot, in every process that has
@@ -962,6 +848,70 @@ impl Env {
 }
 
 impl Env {
+    /// The published snapshot. Wait-free unless a commit is publishing at
+    /// this instant. If the seqlock stays odd, the writer may have died
+    /// half-way through its publish: whoever can take the writer lock (no
+    /// live writer holds it then) repairs the snapshot from the metas
+    /// ([`Env::repair_published`]). A publish held by a live writer is
+    /// waited for, at most [`LockFile::publish_wait`] (then `Corrupted`).
+    pub(crate) fn published(&self) -> Result<Published> {
+        if let Some(p) = self.lock.try_published(1 << 10) {
+            return Ok(p);
+        }
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(p) = self.lock.try_published(1 << 10) {
+                return Ok(p);
+            }
+            // This process's writer first: its threads share the lock
+            // file's description, whose writer lock would not exclude them.
+            let own = match self.writer.try_lock() {
+                Ok(g) => Some(g),
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            };
+            if own.is_some() && self.lock.try_lock_writer()? {
+                let r = if self.lock.publishing() {
+                    self.repair_published()
+                } else {
+                    Ok(())
+                };
+                self.lock.unlock_writer();
+                r?;
+                continue;
+            }
+            drop(own);
+            if start.elapsed() > self.lock.publish_wait() {
+                return Err(Error::corrupted(
+                    0,
+                    "lock file: the published snapshot stayed half-written while a writer held the writer lock",
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// `fdatasync` of the data file. A failure marks the environment, in
+    /// every process, as unable to write ([`Error::SyncFailed`]): Linux may
+    /// have marked the pages it could not write clean, and a later sync
+    /// would not write them again.
+    pub(crate) fn sync_data(&self) -> Result<()> {
+        let r = self.file.sync_data();
+        if r.is_err() {
+            self.lock.set_sync_failed();
+        }
+        r
+    }
+
+    /// [`Error::SyncFailed`] once a sync has failed in this life of the
+    /// environment (in any process).
+    pub(crate) fn check_synced(&self) -> Result<()> {
+        if self.lock.sync_failed() {
+            return Err(Error::SyncFailed);
+        }
+        Ok(())
+    }
+
     /// Whether this process is a `fork()` child of the one that opened
     /// the environment: a relaxed load, no system call.
     #[inline]
@@ -1002,7 +952,7 @@ impl Drop for Env {
         ) {
             let _ = self.sync();
         }
-        self.lock.free_slots(self.pid, self.uid);
+        self.lock.free_slots(self.token);
     }
 }
 
@@ -1015,6 +965,13 @@ fn lock_on_read_only_fs(e: &std::io::Error) -> bool {
 /// Whether opening the lock file failed for want of permission.
 fn permission_denied(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
+}
+
+/// `fsync` of a directory, so that a file created in it survives a crash.
+fn sync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io("fsync directory", e))
 }
 
 /// Writes the first meta page of a new file.
@@ -1036,65 +993,4 @@ fn create(file: &DataFile, ps: u32, o: &EnvOptions, boot_id: [u8; 16]) -> Result
     m.encode(&mut buf[..ps as usize]);
     file.write_at(&buf, 0)?;
     file.sync_data()
-}
-
-/// Reads the three meta pages. The page size is not known before a meta is
-/// read, so each power of two is tried for the positions of metas 1 and 2.
-fn read_metas(file: &DataFile) -> Result<Vec<Found>> {
-    let len = file.len()?;
-    let mut found = Vec::new();
-    let mut buf = [0u8; META_LEN];
-    let mut version = None;
-    let mut ps = MIN_PAGE;
-    while ps <= MAX_PAGE {
-        for slot in 0..META_PAGES as u8 {
-            if slot == 0 && ps != MIN_PAGE {
-                continue;
-            }
-            let off = u64::from(slot) * u64::from(ps);
-            if off + META_LEN as u64 > len {
-                continue;
-            }
-            file.read_at(&mut buf, off)?;
-            match Meta::decode(&buf) {
-                Ok(m) if slot == 0 || m.page_size == ps => {
-                    if !found.iter().any(|f: &Found| f.slot == slot) {
-                        found.push(Found { slot, meta: m });
-                    }
-                }
-                Ok(_) | Err(MetaError::Foreign) | Err(MetaError::Invalid(_)) => {}
-                Err(MetaError::Version(v)) => version = Some(v),
-            }
-        }
-        ps *= 2;
-    }
-    if found.is_empty() {
-        if let Some(v) = version {
-            return Err(Error::Incompatible(format!(
-                "format version {v}, this build reads {}",
-                meta::FORMAT_VERSION
-            )));
-        }
-        return Err(Error::corrupted(
-            0,
-            "no valid meta page (not a Sarsen file, or all three damaged)",
-        ));
-    }
-    // All metas must agree with the newest on the page size.
-    let ps = found
-        .iter()
-        .max_by_key(|f| f.meta.txnid)
-        .map(|f| f.meta.page_size)
-        .unwrap_or(MIN_PAGE);
-    found.retain(|f| f.meta.page_size == ps);
-    Ok(found)
-}
-
-/// This boot of the OS, as 16 bytes (zero if unknown). A commit written in
-/// the same boot cannot have lost writes to a crash of the process alone.
-fn boot_id() -> [u8; 16] {
-    match std::fs::read("/proc/sys/kernel/random/boot_id") {
-        Ok(b) => twox_hash::XxHash3_128::oneshot(&b).to_le_bytes(),
-        Err(_) => [0; 16],
-    }
 }

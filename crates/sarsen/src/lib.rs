@@ -51,6 +51,7 @@ pub mod merge;
 mod order;
 mod page;
 mod readers;
+mod recovery;
 mod txn;
 
 pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};

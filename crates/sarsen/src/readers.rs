@@ -84,7 +84,7 @@ impl fmt::Debug for SlowReaders {
 /// more (once per snapshot), and returns the oldest reader's txnid after
 /// the handler's decision.
 pub(crate) fn oldest_after_handler(env: &Env, w: &mut Writer, last: u64) -> Result<Option<u64>> {
-    let oldest = env.lock.oldest_reader(env.pid)?;
+    let oldest = env.lock.oldest_reader(env.token)?;
     let (Some(sr), Some(t)) = (&env.slow_readers, oldest) else {
         return Ok(oldest);
     };
@@ -110,8 +110,8 @@ pub(crate) fn oldest_after_handler(env: &Env, w: &mut Writer, last: u64) -> Resu
     match (sr.handler)(&r) {
         SlowReaderAction::Keep => Ok(oldest),
         SlowReaderAction::Retry => {
-            env.lock.reclaim_dead(env.pid)?;
-            env.lock.oldest_reader(env.pid)
+            env.lock.reclaim_dead(env.token)?;
+            env.lock.oldest_reader(env.token)
         }
     }
 }

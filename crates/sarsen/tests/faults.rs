@@ -120,6 +120,18 @@ fn fault_point(
         diff(&got, want)
     );
     common::assert_check(&env, &format!("{when}: after the fault"));
+    if fault.kind == OpKind::Sync {
+        // Linux may have dropped the pages the failed sync could not
+        // write: no more writes until the environment is reopened.
+        assert!(
+            matches!(env.write_txn(), Err(Error::SyncFailed)),
+            "{when}: a write transaction began after a failed sync"
+        );
+        assert!(
+            matches!(env.sync(), Err(Error::SyncFailed)),
+            "{when}: Env::sync after a failed sync"
+        );
+    }
     // The process goes away with the fault still armed (a sticky one keeps
     // failing the sync at drop), and the database is opened again.
     drop(env);

@@ -230,7 +230,7 @@ fn reset_and_renew_reuse_the_slot_and_see_new_commits() {
         w.commit().unwrap();
         // While reset, the slot pins nothing: it is not a reader.
         assert_eq!(env.info().unwrap().oldest_reader_txnid, None);
-        let r = idle.renew();
+        let r = idle.renew().unwrap();
         assert_eq!(r.txnid(), txnid);
         assert_eq!(r.get(db, b"k").unwrap(), Some(&i.to_be_bytes()[..]));
         assert_eq!(r.info().lag, 0);

@@ -1,13 +1,15 @@
 //! The lock file: a small file mapped shared and read-write by every process
 //! that opens the environment. It holds the published snapshot (a seqlock),
-//! the writer's bookkeeping, and the reader table (LMDB's `MDB_txninfo`).
+//! the writer's bookkeeping, and the reader table (LMDB's `MDB_txninfo`;
+//! the table's protocol is in `io/slots.rs`).
 //!
-//! Layout (all fields little-endian, 8-byte aligned, accessed atomically):
+//! Layout, format version 2 (all fields little-endian, 8-byte aligned,
+//! accessed atomically):
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0   | 8  | magic `b"SARSNLCK"` |
-//! | 8   | 4  | lock-file format version (1) |
+//! | 8   | 4  | lock-file format version (2) |
 //! | 12  | 4  | reader slots in the table |
 //! | 16  | 8  | snapshot seqlock counter (odd while the writer publishes) |
 //! | 24  | 8  | published txnid |
@@ -18,29 +20,22 @@
 //! | 232 | 8  | txnid of the newest durable (steady) commit |
 //! | 240 | 8  | meta slots: byte 0 = current, byte 1 = steady; bit 16 = the current meta has the `STEADY` flag |
 //! | 248 | 8  | high-water mark of claimed reader slots |
-//! | 256 | 64 × slots | reader slots |
-//!
-//! Reader slot (64 bytes, one cache line, so readers never share a line):
-//!
-//! | offset | size | field |
-//! |-------:|-----:|-------|
-//! | 0  | 8 | txnid of the snapshot being read; 0 = idle |
-//! | 8  | 4 | owner pid; 0 = slot free |
-//! | 12 | 4 | busy: 1 while a read transaction uses the slot |
-//! | 16 | 8 | owner environment id (distinguishes two `Env`s of one process) |
-//! | 24 | 8 | thread id of the last user (informational) |
-//! | 32 | 32 | reserved |
+//! | 256 | 8  | upper bound of the map, pages: the first opener's, for every opener |
+//! | 264 | 8  | flags: bit 0 = a sync of the data file failed (writes refused until all close) |
+//! | 272 | 48 | reserved |
+//! | 320 | 64 × slots | reader slots (`io/slots.rs`) |
 //!
 //! Locks (`F_OFD_SETLK*`, so they belong to this open file description and
-//! vanish when the process dies): byte 0 is the writer lock, byte 1 the
-//! liveness lock (shared by every opener; exclusive only to the first opener,
-//! which then resets the table), byte 2 the sharing lock (shared by every
-//! opener for its life; exclusive for an `exclusive` opener, which so
-//! refuses to start while others have the environment open and keeps them
-//! out while it does), and byte `2^32 + pid` a shared lock each
-//! opener holds for its process, far past the end of the file. A reader
-//! slot whose pid has no lock on its byte belongs to a dead process and is
-//! reclaimed (LMDB's `mdb_reader_check`, which locks byte `pid` the same way).
+//! vanish when the process dies, in whatever PID namespace it ran): byte 0
+//! is the writer lock, byte 1 the liveness lock (shared by every opener;
+//! exclusive only to the first opener, which then resets the table), byte 2
+//! the sharing lock (shared by every opener for its life; exclusive for an
+//! `exclusive` opener), and byte `2^33 + i` the liveness lock of reader
+//! slot `i`, held exclusively by the environment that owns the slot.
+//!
+//! A `fork()` child shares its parent's open file description, and so its
+//! locks: [`fork_generation`] lets an environment notice that it is used in
+//! a child and refuse ([`Error::Forked`]).
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
@@ -49,18 +44,24 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
+use super::slots::SLOT;
 use crate::error::{Error, Result};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SARSNLCK");
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Size of the header before the reader slots, bytes.
-const HEADER: usize = 256;
-/// Size of one reader slot, bytes.
-pub(crate) const SLOT: usize = 64;
+pub(crate) const HEADER: usize = 320;
 /// Words of a tree record.
 pub(crate) const RECORD_WORDS: usize = 8;
-/// Byte locked by a process while it has the environment open: this plus its pid.
-const PID_LOCK_BASE: i64 = 1 << 32;
+/// Header word: the agreed upper bound, pages.
+const UPPER: usize = 256;
+/// Header word: flags ([`FLAG_SYNC_FAILED`]).
+const FLAGS: usize = 264;
+/// A sync of the data file failed in this life of the environment.
+const FLAG_SYNC_FAILED: u64 = 1;
+/// How long a reader waits for a publish whose writer still holds the
+/// writer lock before it reports the lock file as stuck.
+const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Incremented in the child of every `fork()` (a `pthread_atfork` handler),
 /// so an environment can tell, with one relaxed load and no system call,
@@ -113,14 +114,22 @@ pub(crate) struct WriterShared {
 pub(crate) struct LockFile {
     /// `None` for a private table: no other process shares it, and no
     /// process can write the database (the file system is read-only).
-    file: Option<File>,
+    pub(super) file: Option<File>,
     ptr: NonNull<u8>,
     len: usize,
-    slots: u32,
+    pub(super) slots: u32,
+    /// Serialises this environment's claims and reclaims of reader slots:
+    /// its threads share one open file description, whose slot locks do
+    /// not exclude each other.
+    pub(crate) claims: std::sync::Mutex<()>,
     /// Test hook: publishes left before this process kills itself
     /// half-way through one (0 = never).
     #[cfg(feature = "fault-injection")]
     die_in_publish: AtomicU64,
+    /// Test hook: milliseconds a slot claim sleeps once the slot's token
+    /// is visible (a preempted claimer), 0 = none.
+    #[cfg(feature = "fault-injection")]
+    claim_pause_ms: AtomicU64,
 }
 
 // SAFETY: all shared fields are accessed through atomics; the mapping lives
@@ -131,8 +140,23 @@ unsafe impl Sync for LockFile {}
 
 /// Whether this opener is alone (and so must initialise the shared state).
 pub(crate) enum Opened {
-    First,
+    /// Alone: the table was reset. Carries what the previous life of the
+    /// environment (the processes that had it open before, all gone now)
+    /// left in the lock file, if its header was valid.
+    First(Option<Box<PrevLife>>),
     Joined,
+}
+
+/// What the lock file said when the first opener found it, before the
+/// reset: which commit the last life had published, and whether a sync
+/// failed in it. Open uses it to tell a published meta from one written
+/// but never published (a writer killed between the two).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PrevLife {
+    /// The published snapshot, or `None` when a writer died publishing it.
+    pub published: Option<Published>,
+    /// A sync of the data file failed in that life.
+    pub sync_failed: bool,
 }
 
 impl LockFile {
@@ -185,9 +209,12 @@ impl LockFile {
                 Err(e) => return Err(e),
             }
         };
-        // Before any slot is claimed: the process's liveness byte.
-        ofd_lock(fd, pid_byte(std::process::id()), libc::F_RDLCK, true)?;
         let len = HEADER + SLOT * slots as usize;
+        let prev = if first {
+            read_prev_life(&file).map(Box::new)
+        } else {
+            None
+        };
         if first {
             file.set_len(0)
                 .map_err(|e| Error::io("ftruncate lock", e))?;
@@ -225,15 +252,18 @@ impl LockFile {
             ptr,
             len,
             slots,
+            claims: std::sync::Mutex::new(()),
             #[cfg(feature = "fault-injection")]
             die_in_publish: AtomicU64::new(0),
+            #[cfg(feature = "fault-injection")]
+            claim_pause_ms: AtomicU64::new(0),
         };
         if first {
             lock.word(8).store(
                 u64::from(VERSION) | (u64::from(slots) << 32),
                 Ordering::Relaxed,
             );
-            Ok((lock, Opened::First))
+            Ok((lock, Opened::First(prev)))
         } else {
             if lock.word(0).load(Ordering::Acquire) != MAGIC
                 || lock.word(8).load(Ordering::Relaxed) as u32 != VERSION
@@ -273,8 +303,11 @@ impl LockFile {
             ptr,
             len,
             slots: max_readers,
+            claims: std::sync::Mutex::new(()),
             #[cfg(feature = "fault-injection")]
             die_in_publish: AtomicU64::new(0),
+            #[cfg(feature = "fault-injection")]
+            claim_pause_ms: AtomicU64::new(0),
         };
         lock.word(8).store(
             u64::from(VERSION) | (u64::from(max_readers) << 32),
@@ -295,6 +328,12 @@ impl LockFile {
         }
     }
 
+    /// Whether this is a private table (no lock file: a read-only file
+    /// system, or `no_lock`).
+    pub(crate) fn is_private(&self) -> bool {
+        self.file.is_none()
+    }
+
     /// Takes the cross-process writer lock, waiting for it.
     pub(crate) fn lock_writer(&self) -> Result<()> {
         match &self.file {
@@ -311,7 +350,7 @@ impl LockFile {
     }
 
     /// The 8-byte word at byte `off` of the mapping.
-    fn word(&self, off: usize) -> &AtomicU64 {
+    pub(super) fn word(&self, off: usize) -> &AtomicU64 {
         debug_assert!(
             off.is_multiple_of(8) && off + 8 <= self.len,
             "lock word out of range"
@@ -323,7 +362,7 @@ impl LockFile {
     }
 
     /// The 4-byte word at byte `off` of the mapping.
-    fn word32(&self, off: usize) -> &AtomicU32 {
+    pub(super) fn word32(&self, off: usize) -> &AtomicU32 {
         debug_assert!(
             off.is_multiple_of(4) && off + 4 <= self.len,
             "lock word out of range"
@@ -339,11 +378,19 @@ impl LockFile {
 
     /// Reads the published snapshot (seqlock read side; wait-free unless a
     /// commit is being published at this instant, which takes nanoseconds).
+    /// `None` after `spins` tries that found a publish in progress: its
+    /// writer may have died half-way, which only a holder of the writer
+    /// lock can tell and repair (`Env::published`).
     #[inline]
-    pub(crate) fn published(&self) -> Published {
+    pub(crate) fn try_published(&self, spins: u32) -> Option<Published> {
+        let mut left = spins;
         loop {
             let s1 = self.word(16).load(Ordering::Acquire);
             if s1 & 1 == 1 {
+                if left == 0 {
+                    return None;
+                }
+                left -= 1;
                 std::hint::spin_loop();
                 continue;
             }
@@ -359,9 +406,20 @@ impl LockFile {
             }
             fence(Ordering::Acquire);
             if self.word(16).load(Ordering::Relaxed) == s1 {
-                return p;
+                return Some(p);
             }
         }
+    }
+
+    /// Whether a publish is in progress (or was cut short by its writer's
+    /// death): the seqlock counter is odd.
+    pub(crate) fn publishing(&self) -> bool {
+        self.word(16).load(Ordering::Acquire) & 1 == 1
+    }
+
+    /// How long a reader waits on a publish held by a live writer.
+    pub(crate) fn publish_wait(&self) -> std::time::Duration {
+        PUBLISH_WAIT
     }
 
     /// The published txnid alone (the recheck of a starting reader).
@@ -384,9 +442,11 @@ impl LockFile {
     /// Publishes a new snapshot and writer state (seqlock write side). Call
     /// with the writer lock held, after the meta page of the commit is
     /// written.
+    /// A counter left odd by a writer that died publishing is taken as
+    /// the start of this publish, which so also repairs it.
     pub(crate) fn publish(&self, p: &Published, w: &WriterShared) {
         let seq = self.word(16);
-        let s = seq.load(Ordering::Relaxed);
+        let s = seq.load(Ordering::Relaxed) & !1;
         seq.store(s.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
         self.word(32).store(p.next_pgno, Ordering::Relaxed);
@@ -415,6 +475,21 @@ impl LockFile {
         self.die_in_publish.store(n, Ordering::Relaxed);
     }
 
+    /// Test hook: slot claims pause `ms` milliseconds once the token is
+    /// visible.
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn set_claim_pause(&self, ms: u64) {
+        self.claim_pause_ms.store(ms, Ordering::Relaxed);
+    }
+
+    #[cfg(feature = "fault-injection")]
+    pub(super) fn pause_in_claim(&self) {
+        let ms = self.claim_pause_ms.load(Ordering::Relaxed);
+        if ms > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+        }
+    }
+
     #[cfg(feature = "fault-injection")]
     fn maybe_die_in_publish(&self) {
         let left = self.die_in_publish.load(Ordering::Relaxed);
@@ -430,6 +505,37 @@ impl LockFile {
         }
     }
 
+    /// The upper bound every opener maps, pages (0 before the first
+    /// opener has set it).
+    pub(crate) fn upper_pgno(&self) -> u64 {
+        self.word(UPPER).load(Ordering::Acquire)
+    }
+
+    /// Sets the upper bound (the first opener, before `downgrade`).
+    pub(crate) fn set_upper_pgno(&self, pages: u64) {
+        self.word(UPPER).store(pages, Ordering::Release);
+    }
+
+    /// Whether a sync of the data file failed in this life.
+    pub(crate) fn sync_failed(&self) -> bool {
+        self.word(FLAGS).load(Ordering::Acquire) & FLAG_SYNC_FAILED != 0
+    }
+
+    /// Records that a sync failed: every process refuses writes from now on.
+    pub(crate) fn set_sync_failed(&self) {
+        self.word(FLAGS)
+            .fetch_or(FLAG_SYNC_FAILED, Ordering::AcqRel);
+    }
+
+    /// Tries the writer lock without waiting (a reader that finds a
+    /// publish cut short). `Ok(false)` when another holds it.
+    pub(crate) fn try_lock_writer(&self) -> Result<bool> {
+        match &self.file {
+            Some(f) => ofd_lock(f.as_raw_fd(), 0, libc::F_WRLCK, false),
+            None => Ok(false),
+        }
+    }
+
     /// Only the durable txnid and meta slots (after `Env::sync`).
     pub(crate) fn set_durable(&self, durable_txnid: u64, steady_slot: u8, current_slot: u8) {
         self.word(232).store(durable_txnid, Ordering::Release);
@@ -437,213 +543,6 @@ impl LockFile {
             u64::from(current_slot) | (u64::from(steady_slot) << 8) | (1 << 16),
             Ordering::Relaxed,
         );
-    }
-
-    fn slot_off(&self, i: u32) -> usize {
-        HEADER + SLOT * i as usize
-    }
-
-    /// Snapshot txnid published in slot `i` (0 = idle).
-    pub(crate) fn slot_txnid(&self, i: u32) -> &AtomicU64 {
-        self.word(self.slot_off(i))
-    }
-
-    fn slot_pid(&self, i: u32) -> &AtomicU32 {
-        self.word32(self.slot_off(i) + 8)
-    }
-
-    fn slot_busy(&self, i: u32) -> &AtomicU32 {
-        self.word32(self.slot_off(i) + 12)
-    }
-
-    fn slot_owner(&self, i: u32) -> &AtomicU64 {
-        self.word(self.slot_off(i) + 16)
-    }
-
-    fn slot_tid(&self, i: u32) -> &AtomicU64 {
-        self.word(self.slot_off(i) + 24)
-    }
-
-    fn high_water(&self) -> &AtomicU64 {
-        self.word(248)
-    }
-
-    /// Tries to make slot `i` (owned by environment `owner` of this process)
-    /// busy for a new read transaction: one compare-and-swap.
-    #[inline]
-    pub(crate) fn try_use_slot(&self, i: u32, pid: u32, owner: u64) -> bool {
-        if i >= self.slots
-            || self.slot_pid(i).load(Ordering::Relaxed) != pid
-            || self.slot_owner(i).load(Ordering::Relaxed) != owner
-        {
-            return false;
-        }
-        self.slot_busy(i)
-            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    }
-
-    /// Finds a slot for a new read transaction of environment `owner`:
-    /// first an idle slot it already owns, else a free slot it claims.
-    /// Returns the slot, busy, or `None` when the table is full.
-    pub(crate) fn claim_slot(&self, pid: u32, owner: u64, tid: u64) -> Option<u32> {
-        let high = (self.high_water().load(Ordering::Acquire) as u32).min(self.slots);
-        for i in 0..high {
-            if self.try_use_slot(i, pid, owner) {
-                self.slot_tid(i).store(tid, Ordering::Relaxed);
-                return Some(i);
-            }
-        }
-        for i in 0..self.slots {
-            if self
-                .slot_pid(i)
-                .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                self.slot_txnid(i).store(0, Ordering::Relaxed);
-                self.slot_owner(i).store(owner, Ordering::Relaxed);
-                self.slot_tid(i).store(tid, Ordering::Relaxed);
-                self.slot_busy(i).store(1, Ordering::Relaxed);
-                self.high_water()
-                    .fetch_max(u64::from(i) + 1, Ordering::SeqCst);
-                return Some(i);
-            }
-        }
-        None
-    }
-
-    /// Ends the read transaction using slot `i`; the slot stays owned by
-    /// its environment for the next one.
-    #[inline]
-    pub(crate) fn release_slot(&self, i: u32) {
-        self.slot_txnid(i).store(0, Ordering::Release);
-        self.slot_busy(i).store(0, Ordering::Release);
-    }
-
-    /// Frees every slot owned by environment `owner` (at `Env` drop).
-    pub(crate) fn free_slots(&self, pid: u32, owner: u64) {
-        for i in 0..self.slots {
-            if self.slot_pid(i).load(Ordering::Relaxed) == pid
-                && self.slot_owner(i).load(Ordering::Relaxed) == owner
-            {
-                self.slot_txnid(i).store(0, Ordering::Relaxed);
-                self.slot_busy(i).store(0, Ordering::Relaxed);
-                self.slot_owner(i).store(0, Ordering::Relaxed);
-                self.slot_pid(i).store(0, Ordering::Release);
-            }
-        }
-    }
-
-    /// The oldest snapshot txnid any reader is using, or `None` if no reader
-    /// is active. The writer calls this at the start of each transaction.
-    /// If the oldest reader belongs to another process that has died, its
-    /// process's slots are reclaimed first (one `fcntl` when the oldest
-    /// reader is another process's, none when it is this one's).
-    pub(crate) fn oldest_reader(&self, own_pid: u32) -> Result<Option<u64>> {
-        let (oldest, slot) = self.scan_oldest();
-        let Some(i) = slot else {
-            return Ok(oldest);
-        };
-        let pid = self.slot_pid(i).load(Ordering::Acquire);
-        if pid == 0 || pid == own_pid || self.pid_alive(pid)? {
-            return Ok(oldest);
-        }
-        self.reclaim_dead(own_pid)?;
-        Ok(self.scan_oldest().0)
-    }
-
-    /// The slot of the oldest active snapshot: (pid, thread tag, txnid).
-    pub(crate) fn oldest_slot(&self) -> Option<(u32, u64, u64)> {
-        let i = self.scan_oldest().1?;
-        Some((
-            self.slot_pid(i).load(Ordering::Acquire),
-            self.slot_tid(i).load(Ordering::Relaxed),
-            self.slot_txnid(i).load(Ordering::Acquire),
-        ))
-    }
-
-    /// The oldest active snapshot txnid and its slot.
-    fn scan_oldest(&self) -> (Option<u64>, Option<u32>) {
-        let high = (self.high_water().load(Ordering::SeqCst) as u32).min(self.slots);
-        let mut oldest: (Option<u64>, Option<u32>) = (None, None);
-        for i in 0..high {
-            let t = self.slot_txnid(i).load(Ordering::SeqCst);
-            if t != 0 && oldest.0.is_none_or(|o| t < o) {
-                oldest = (Some(t), Some(i));
-            }
-        }
-        oldest
-    }
-
-    /// Whether process `pid` has the environment open (holds its liveness byte).
-    fn pid_alive(&self, pid: u32) -> Result<bool> {
-        match &self.file {
-            Some(f) => ofd_held(f.as_raw_fd(), pid_byte(pid)),
-            // A private table holds this process's slots only.
-            None => Ok(true),
-        }
-    }
-
-    /// Frees every slot whose process is dead (LMDB's `mdb_reader_check`).
-    /// Returns how many were freed. Slots of `own_pid` are left alone.
-    pub(crate) fn reclaim_dead(&self, own_pid: u32) -> Result<u32> {
-        let high = (self.high_water().load(Ordering::SeqCst) as u32).min(self.slots);
-        let mut checked: Vec<(u32, bool)> = Vec::new();
-        let mut freed = 0;
-        for i in 0..high {
-            let pid = self.slot_pid(i).load(Ordering::Acquire);
-            if pid == 0 || pid == own_pid {
-                continue;
-            }
-            let alive = match checked.iter().find(|(p, _)| *p == pid) {
-                Some(&(_, a)) => a,
-                None => {
-                    let a = self.pid_alive(pid)?;
-                    checked.push((pid, a));
-                    a
-                }
-            };
-            if alive {
-                continue;
-            }
-            // Clear the fields while the slot still names the dead pid (no
-            // claimer touches it then), then free it.
-            self.slot_txnid(i).store(0, Ordering::SeqCst);
-            self.slot_busy(i).store(0, Ordering::Relaxed);
-            self.slot_owner(i).store(0, Ordering::Relaxed);
-            if self
-                .slot_pid(i)
-                .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                freed += 1;
-            }
-        }
-        Ok(freed)
-    }
-
-    /// The claimed reader slots: (pid, thread tag, snapshot txnid or 0 when idle).
-    pub(crate) fn reader_slots(&self) -> Vec<(u32, u64, u64)> {
-        let high = (self.high_water().load(Ordering::Acquire) as u32).min(self.slots);
-        (0..high)
-            .filter_map(|i| {
-                let pid = self.slot_pid(i).load(Ordering::Acquire);
-                (pid != 0).then(|| {
-                    (
-                        pid,
-                        self.slot_tid(i).load(Ordering::Relaxed),
-                        self.slot_txnid(i).load(Ordering::Acquire),
-                    )
-                })
-            })
-            .collect()
-    }
-
-    /// Reader slots in use (claimed by some environment).
-    pub(crate) fn readers_used(&self) -> u32 {
-        (0..self.slots)
-            .filter(|&i| self.slot_pid(i).load(Ordering::Relaxed) != 0)
-            .count() as u32
     }
 }
 
@@ -673,13 +572,43 @@ fn read_slot_count(file: &File) -> Result<u32> {
     Ok(slots)
 }
 
-/// The liveness byte of process `pid`.
-fn pid_byte(pid: u32) -> i64 {
-    PID_LOCK_BASE + i64::from(pid)
+/// The previous life's published state and flags, read by the first
+/// opener before it resets the file; `None` unless the header is this
+/// format's. A torn snapshot (odd counter: its writer died publishing) is
+/// reported as `published: None`.
+fn read_prev_life(file: &File) -> Option<PrevLife> {
+    use std::os::unix::fs::FileExt;
+    let mut h = [0u8; HEADER];
+    file.read_exact_at(&mut h, 0).ok()?;
+    let w = |off: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&h[off..off + 8]);
+        u64::from_le_bytes(b)
+    };
+    if w(0) != MAGIC || w(8) as u32 != VERSION {
+        return None;
+    }
+    let published = (w(16) & 1 == 0).then(|| {
+        let mut p = Published {
+            txnid: w(24),
+            next_pgno: w(32),
+            ..Published::default()
+        };
+        for i in 0..RECORD_WORDS {
+            p.catalog[i] = w(40 + 8 * i);
+            p.main[i] = w(104 + 8 * i);
+            p.gc[i] = w(168 + 8 * i);
+        }
+        p
+    });
+    Some(PrevLife {
+        published,
+        sync_failed: w(FLAGS) & FLAG_SYNC_FAILED != 0,
+    })
 }
 
 /// Whether another open file description holds a lock on byte `byte`.
-fn ofd_held(fd: libc::c_int, byte: i64) -> Result<bool> {
+pub(super) fn ofd_held(fd: libc::c_int, byte: i64) -> Result<bool> {
     // SAFETY: a zeroed `flock` is a valid value of a plain C struct.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = libc::F_WRLCK as libc::c_short;
@@ -696,7 +625,7 @@ fn ofd_held(fd: libc::c_int, byte: i64) -> Result<bool> {
 
 /// Takes (or with `F_UNLCK` releases) an OFD lock on byte `byte`. Returns
 /// `false` when `wait` is off and another holder conflicts.
-fn ofd_lock(fd: libc::c_int, byte: i64, kind: libc::c_int, wait: bool) -> Result<bool> {
+pub(super) fn ofd_lock(fd: libc::c_int, byte: i64, kind: libc::c_int, wait: bool) -> Result<bool> {
     // SAFETY: a zeroed `flock` is a valid value of a plain C struct.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = kind as libc::c_short;

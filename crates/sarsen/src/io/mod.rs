@@ -14,6 +14,7 @@ pub mod fault;
 pub(crate) mod file;
 pub(crate) mod lock;
 pub(crate) mod mmap;
+pub(crate) mod slots;
 
 pub(crate) use file::DataFile;
 pub(crate) use lock::LockFile;

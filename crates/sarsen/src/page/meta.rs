@@ -93,6 +93,36 @@ impl Meta {
         wr64(b, 312, sum);
     }
 
+    /// Whether the meta page bytes `b` are a meta of this format holding
+    /// commit `txnid` and, if given, `next_pgno` and the records (GC,
+    /// catalog, main, as `DbRecord` words, whose little-endian bytes are
+    /// the records' layout). The page checksum is not verified: this is
+    /// the writer's once-per-transaction check that the lock file names
+    /// this meta, and costs a few compares.
+    pub(crate) fn holds(
+        b: &[u8],
+        txnid: u64,
+        state: Option<(u64, [&[u64; crate::io::lock::RECORD_WORDS]; 3])>,
+    ) -> bool {
+        if b.len() < META_LEN
+            || rd64(b, 0) != MAGIC
+            || rd32(b, 8) != FORMAT_VERSION
+            || rd64(b, 16) != txnid
+        {
+            return false;
+        }
+        let Some((next_pgno, records)) = state else {
+            return true;
+        };
+        u64::from(rd32(b, 28)) == next_pgno
+            && records.iter().zip([64, 128, 192]).all(|(words, off)| {
+                words
+                    .iter()
+                    .enumerate()
+                    .all(|(i, w)| rd64(b, off + 8 * i) == *w)
+            })
+    }
+
     /// Decodes and validates a meta page.
     pub(crate) fn decode(b: &[u8]) -> Result<Meta, MetaError> {
         if b.len() < META_LEN {

@@ -181,7 +181,7 @@ fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
             None => env.file.write_at(bytes, off),
         }
     };
-    let r = write(&buf).and_then(|_| if sync { env.file.sync_data() } else { Ok(()) });
+    let r = write(&buf).and_then(|_| if sync { env.sync_data() } else { Ok(()) });
     if r.is_err() {
         let _ = write(&old);
     }
@@ -190,14 +190,14 @@ fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
 
 fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
     let mut ws = env.lock.writer_shared();
-    let prev = env.lock.published();
+    let prev = env.published()?;
     let slot = next_slot(ws.meta_current, ws.meta_steady);
     // One sync is enough only when every page this commit relies on, other
     // than its own, was already durable: after unsynced commits, sync the
     // data first and then the meta (two syncs, as LMDB).
     let one_sync = ws.durable_txnid == prev.txnid;
     if env.durability == Durability::Durable && !one_sync {
-        env.file.sync_data()?;
+        env.sync_data()?;
     }
     let flags = match env.durability {
         Durability::Durable if one_sync => meta::STEADY | meta::ONE_SYNC,
@@ -207,7 +207,7 @@ fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
         Durability::NoSync => meta::NO_SYNC,
     };
     if env.durability == Durability::NoMetaSync {
-        env.file.sync_data()?;
+        env.sync_data()?;
     }
     let m = build_meta(env, w, w.txnid, flags);
     put_meta(env, slot, &m, env.durability == Durability::Durable)?;
@@ -245,8 +245,8 @@ fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
 /// meta (same txnid) into a free slot and syncs again.
 pub(crate) fn sync_steady(env: &Env) -> Result<()> {
     let ws = env.lock.writer_shared();
-    let p = env.lock.published();
-    env.file.sync_data()?;
+    let p = env.published()?;
+    env.sync_data()?;
     if ws.durable_txnid >= p.txnid && ws.meta_current == ws.meta_steady {
         return Ok(());
     }

@@ -71,37 +71,44 @@ impl<'env> RoTxn<'env> {
         env.check_fork()?;
         let lock = &env.lock;
         let (uid, hint) = SLOT_HINT.with(Cell::get);
-        let slot = if uid == env.uid && lock.try_use_slot(hint, env.pid, env.uid) {
+        let slot = if uid == env.uid && lock.try_use_slot(hint, env.token) {
             hint
         } else {
-            let claim = || lock.claim_slot(env.pid, env.uid, thread_tag());
+            let claim = || lock.claim_slot(env.token, env.pid, thread_tag());
             // A full table may hold slots of dead processes: free them, retry.
-            let s = match claim() {
+            let s = match claim()? {
                 Some(s) => Some(s),
-                None if lock.reclaim_dead(env.pid)? > 0 => claim(),
+                None if lock.reclaim_dead(env.token)? > 0 => claim()?,
                 None => None,
             }
             .ok_or(Error::ReadersFull { max: lock.slots() })?;
             SLOT_HINT.with(|h| h.set((env.uid, s)));
             s
         };
-        Ok(RoTxn::on_slot(env, slot))
+        RoTxn::on_slot(env, slot)
     }
 
     /// A snapshot of the newest commit, read through the busy slot `slot`.
-    fn on_slot(env: &'env Env, slot: u32) -> RoTxn<'env> {
+    /// On error the slot is released.
+    fn on_slot(env: &'env Env, slot: u32) -> Result<RoTxn<'env>> {
         let lock = &env.lock;
         // Publish the snapshot's txnid, then check it is still the newest:
         // a writer that starts after the check sees the slot (SeqCst on both
         // sides), one that committed before it makes us retry.
         let p = loop {
-            let p = lock.published();
+            let p = match env.published() {
+                Ok(p) => p,
+                Err(e) => {
+                    lock.release_slot(slot);
+                    return Err(e);
+                }
+            };
             lock.slot_txnid(slot).store(p.txnid, Ordering::SeqCst);
             if lock.published_txnid() == p.txnid {
                 break p;
             }
         };
-        RoTxn {
+        Ok(RoTxn {
             env,
             slot,
             txnid: p.txnid,
@@ -113,7 +120,7 @@ impl<'env> RoTxn<'env> {
             catalog: DbRecord::from_words(&p.catalog),
             main: DbRecord::from_words(&p.main),
             gc: DbRecord::from_words(&p.gc),
-        }
+        })
     }
 
     /// Ends the snapshot but keeps the reader slot for a later
@@ -128,7 +135,7 @@ impl<'env> RoTxn<'env> {
     /// let mut w = env.write_txn()?;
     /// w.put(env.main_db(), b"k", b"v")?;
     /// w.commit()?;
-    /// let r = idle.renew(); // the newest commit, on the same slot
+    /// let r = idle.renew()?; // the newest commit, on the same slot
     /// assert_eq!(r.get(env.main_db(), b"k")?, Some(&b"v"[..]));
     /// # Ok::<(), sarsen::Error>(())
     /// ```
@@ -474,8 +481,17 @@ pub struct InactiveRoTxn<'env> {
 
 impl<'env> InactiveRoTxn<'env> {
     /// A snapshot of the newest commit on the kept slot (LMDB's
-    /// `mdb_txn_renew`). Cannot fail: the slot is already this thread's.
-    pub fn renew(self) -> RoTxn<'env> {
+    /// `mdb_txn_renew`). No slot is claimed: the slot is already this
+    /// transaction's.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Forked`] in a `fork()` child of the process that began
+    /// it; [`Error::Corrupted`] if the lock file's published snapshot
+    /// stays half-written (see [`Env::read_txn`](crate::Env::read_txn)).
+    /// On error the slot is released (idle, still this environment's).
+    pub fn renew(self) -> Result<RoTxn<'env>> {
+        self.env.check_fork()?;
         let (env, slot) = (self.env, self.slot);
         std::mem::forget(self);
         RoTxn::on_slot(env, slot)
@@ -715,11 +731,34 @@ impl<'env> RwTxn<'env> {
             return Err(Error::ReadOnly);
         }
         env.check_fork()?;
-        let mut w = env.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let w = env.writer.lock().unwrap_or_else(|e| e.into_inner());
         env.lock.lock_writer()?;
-        w.reset();
-        let p = env.lock.published();
+        // From here every exit, an error or a panic in the slow-reader
+        // handler included, drops `txn`, which releases the writer lock.
+        let mut txn = RwTxn {
+            env,
+            w,
+            broken: false,
+            done: false,
+        };
+        txn.start()?;
+        Ok(txn)
+    }
+
+    /// Sets up the writer for a new transaction on the published snapshot
+    /// (repaired first if its writer died publishing it, and checked
+    /// against the current meta page).
+    fn start(&mut self) -> Result<()> {
+        let env = self.env;
+        env.check_synced()?;
+        if env.lock.publishing() {
+            env.repair_published()?;
+        }
+        let p = env.published()?;
         let ws = env.lock.writer_shared();
+        env.validate_published(&p, &ws)?;
+        let w = &mut self.w;
+        w.reset();
         let last = p.txnid;
         w.txnid = last + 1;
         w.next_pgno = p.next_pgno as u32;
@@ -730,25 +769,14 @@ impl<'env> RwTxn<'env> {
         w.catalog = DbRecord::from_words(&p.catalog);
         w.main = DbRecord::from_words(&p.main);
         // After the trees are set: the slow-reader handler reads the GC.
-        let oldest = match crate::readers::oldest_after_handler(env, &mut w, last) {
-            Ok(o) => o,
-            Err(e) => {
-                env.lock.unlock_writer();
-                return Err(e);
-            }
-        };
+        let oldest = crate::readers::oldest_after_handler(env, w, last)?;
         let mut bound = oldest.map_or(last, |o| o.min(last));
         if env.durability != crate::Durability::NoSync {
             // Keep the last durable commit intact until a newer one is.
             bound = bound.min(ws.durable_txnid);
         }
         w.gc_bound = bound;
-        Ok(RwTxn {
-            env,
-            w,
-            broken: false,
-            done: false,
-        })
+        Ok(())
     }
 
     /// Txnid this transaction will commit as.

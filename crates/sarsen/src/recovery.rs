@@ -1,0 +1,428 @@
+//! Recovery: which meta page to trust at open, and the repair of a
+//! snapshot whose writer died while publishing it (design.md §4, "Open-time
+//! meta selection").
+//!
+//! A meta page is trusted if it is known to have been published or synced,
+//! or if the pages its commit wrote verify against their checksums;
+//! anything else is discarded:
+//!
+//! - **Written in another boot** (or an unknown one): a `STEADY` or
+//!   `NO_SYNC` meta is trusted, a `ONE_SYNC` one only if its commit
+//!   verifies, an unsynced one never (the boot-id rule).
+//! - **Written in this boot:** the page cache holds every write of this
+//!   boot, but a writer may have died between writing a meta and
+//!   publishing it, and a later writer may then have reused the pages that
+//!   meta names (they were free in the published state). Such a meta is
+//!   trusted without checks only if the previous life's lock file shows it
+//!   published (its txnid below the published one, or equal with the same
+//!   records); otherwise its commit is verified.
+//! - **After a failed sync** (the previous life's lock file says so), the
+//!   page cache may hold pages the disk lost: the cache is dropped and each
+//!   candidate is verified in full, every page of its trees, from the disk.
+//!
+//! The chosen state is then made durable with one `fdatasync` before it is
+//! published as durable: a meta that a dead process wrote but never synced
+//! is counted durable only once it is.
+
+use crate::btree::MapSource;
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::io::lock::{PrevLife, Published, WriterShared};
+use crate::io::DataFile;
+use crate::page::meta::{self, Meta, MetaError, META_LEN};
+use crate::page::{DbRecord, LeafValue, Page, Pgno, MAX_PAGE, META_PAGES, MIN_PAGE};
+
+/// A meta page found at open, with its slot.
+pub(crate) struct Found {
+    pub slot: u8,
+    pub meta: Meta,
+}
+
+/// How to walk a tree when verifying it.
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    src: MapSource<'a>,
+    /// Every page, not only those the commit wrote (`FRESH` links).
+    all: bool,
+    /// The tree holds duplicate sub-trees (DUPSORT).
+    dups: bool,
+}
+
+/// Whether `m`'s records are those of the published snapshot `p`.
+fn same_records(m: &Meta, p: &Published) -> bool {
+    m.catalog.to_words() == p.catalog && m.main.to_words() == p.main && m.gc.to_words() == p.gc
+}
+
+/// Whether the previous life is known to have published `m` (or a later
+/// commit, so that `m` was published or overwritten before it).
+fn known_published(m: &Meta, prev: Option<&PrevLife>) -> bool {
+    match prev.and_then(|l| l.published) {
+        Some(p) => m.txnid < p.txnid || (m.txnid == p.txnid && same_records(m, &p)),
+        None => false,
+    }
+}
+
+impl Env {
+    /// Picks the meta to trust, makes the file durable up to it, publishes
+    /// it with its durable state, and overwrites rejected newer metas so
+    /// they can never win later. Runs in the first opener (alone) and in
+    /// a repair (writer lock held).
+    pub(crate) fn recover(&self, metas: &[Found], prev: Option<&PrevLife>) -> Result<()> {
+        let full = prev.is_some_and(|l| l.sync_failed);
+        if full {
+            // What the cache holds may not be on the disk: read the disk.
+            self.sync_data()?;
+            self.file.evict_cache()?;
+        }
+        let mut order: Vec<&Found> = metas.iter().collect();
+        order.sort_by_key(|f| {
+            let published = known_published(&f.meta, prev);
+            std::cmp::Reverse((f.meta.txnid, published, f.meta.flags & meta::STEADY))
+        });
+        let len = self.file.len()?;
+        let mut rejected = Vec::new();
+        let mut chosen = None;
+        let mut last_err = None;
+        for f in &order {
+            match self.trust(&f.meta, len, prev, full) {
+                Ok(()) => {
+                    chosen = Some(*f);
+                    break;
+                }
+                Err(e) => {
+                    rejected.push(f.slot);
+                    last_err = Some(e);
+                }
+            }
+        }
+        let Some(c) = chosen else {
+            return Err(last_err.unwrap_or_else(|| Error::corrupted(0, "no valid meta page")));
+        };
+        let steady = order
+            .iter()
+            .filter(|f| f.meta.txnid <= c.meta.txnid && f.meta.flags & meta::STEADY != 0)
+            .find(|f| !rejected.contains(&f.slot))
+            .copied()
+            .unwrap_or(c);
+        if !rejected.is_empty() && !self.read_only {
+            let mut buf = vec![0u8; self.page_size as usize];
+            c.meta.encode(&mut buf);
+            for slot in &rejected {
+                self.file.write_at(
+                    &buf[..META_LEN],
+                    u64::from(*slot) * u64::from(self.page_size),
+                )?;
+            }
+        }
+        if !self.lock.is_private() {
+            // What a dead process wrote but never synced is durable only
+            // from here: without this, a meta that never reached the disk
+            // would count as durable, and the next writer would reuse pages
+            // that the meta really on the disk still names.
+            self.sync_data()?;
+        }
+        let m = &c.meta;
+        let p = Published {
+            txnid: m.txnid,
+            next_pgno: u64::from(m.next_pgno),
+            catalog: m.catalog.to_words(),
+            main: m.main.to_words(),
+            gc: m.gc.to_words(),
+        };
+        let w = WriterShared {
+            durable_txnid: steady.meta.txnid,
+            meta_current: c.slot,
+            meta_steady: steady.slot,
+            current_steady: c.meta.flags & meta::STEADY != 0,
+        };
+        self.lock.publish(&p, &w);
+        Ok(())
+    }
+
+    /// Repairs a snapshot left half-published by a writer that died in
+    /// `publish` (the seqlock counter stays odd). Call with the writer lock
+    /// held. The newest meta in the file is the one being published (no
+    /// writer ran since), but whether it was synced is unknown: it is
+    /// verified like any meta of this boot not known published.
+    pub(crate) fn repair_published(&self) -> Result<()> {
+        let metas = read_metas(&self.file)?;
+        let prev = PrevLife {
+            published: None,
+            sync_failed: self.lock.sync_failed(),
+        };
+        self.recover(&metas, Some(&prev))
+    }
+
+    /// Checks the lock file's published state against the meta pages it
+    /// names, before a writer builds on it: the current slot must hold a
+    /// valid meta of the published commit (txnid, next page, records), the
+    /// steady slot one of the durable txnid. A stray write into the lock
+    /// file would otherwise steer the writer (a meta slot number onto a
+    /// data page, a free-page bound past live pages). Reads the two metas
+    /// through the map: no system call, no checksum (the meta's own
+    /// fields are compared, which a stray write cannot match by chance).
+    pub(crate) fn validate_published(&self, p: &Published, ws: &WriterShared) -> Result<()> {
+        let bad = |what: String| Err(Error::corrupted(0, format!("lock file: {what}")));
+        if ws.meta_current >= META_PAGES as u8 || ws.meta_steady >= META_PAGES as u8 {
+            return bad(format!(
+                "meta slots {} and {} out of range",
+                ws.meta_current, ws.meta_steady
+            ));
+        }
+        if ws.durable_txnid > p.txnid {
+            return bad(format!(
+                "durable txnid {} past the published {}",
+                ws.durable_txnid, p.txnid
+            ));
+        }
+        let state = (p.next_pgno, [&p.gc, &p.catalog, &p.main]);
+        if !Meta::holds(self.mapped_meta(ws.meta_current)?, p.txnid, Some(state)) {
+            return bad(format!(
+                "published commit {} is not the one in meta page {}",
+                p.txnid, ws.meta_current
+            ));
+        }
+        if !Meta::holds(self.mapped_meta(ws.meta_steady)?, ws.durable_txnid, None) {
+            return bad(format!(
+                "durable commit {} is not the one in meta page {}",
+                ws.durable_txnid, ws.meta_steady
+            ));
+        }
+        Ok(())
+    }
+
+    /// The bytes of the meta page in `slot`, read through the map.
+    fn mapped_meta(&self, slot: u8) -> Result<&[u8]> {
+        let off = usize::from(slot) * self.page_size as usize;
+        self.map
+            .slice(off, META_LEN)
+            .ok_or_else(|| Error::corrupted(u64::from(slot), "meta page outside the map"))
+    }
+
+    /// Whether meta `m` can be trusted after a possible crash.
+    fn trust(&self, m: &Meta, file_len: u64, prev: Option<&PrevLife>, full: bool) -> Result<()> {
+        let need = u64::from(m.next_pgno) * u64::from(m.page_size);
+        if need > file_len {
+            return Err(Error::corrupted(
+                u64::from(m.next_pgno),
+                format!("file is {file_len} bytes, its newest commit needs {need}"),
+            ));
+        }
+        if m.page_size != self.page_size {
+            return Err(Error::corrupted(0, "meta pages disagree on the page size"));
+        }
+        if full {
+            return self.verify_commit(m, true);
+        }
+        let same_boot = m.boot_id == self.boot_id && m.boot_id != [0; 16];
+        if same_boot {
+            // The OS kept every write of this boot, but a dead writer's
+            // meta that was never published may name reused pages.
+            if known_published(m, prev) {
+                return Ok(());
+            }
+            return self.verify_commit(m, false);
+        }
+        if m.flags & meta::STEADY == 0 && m.flags & meta::NO_SYNC == 0 {
+            return Err(Error::corrupted(
+                0,
+                "unsynced commit from before a system restart",
+            ));
+        }
+        if m.flags & meta::ONE_SYNC != 0 {
+            self.verify_commit(m, false)?;
+        }
+        Ok(())
+    }
+
+    /// Verifies the checksums of every page written by commit `m` (those
+    /// reached through `FRESH` links from roots it wrote), or with `all`
+    /// of every page its trees reach.
+    fn verify_commit(&self, m: &Meta, all: bool) -> Result<()> {
+        let src = MapSource {
+            map: &self.map,
+            layout: self.layout,
+            limit: m.next_pgno,
+        };
+        let mut seen = crate::btree::Visited::default();
+        for rec in [&m.gc, &m.catalog, &m.main] {
+            self.verify_tree(src, rec, m.txnid, all, &mut seen)?;
+        }
+        if m.catalog.root != 0 {
+            let mut c = crate::cursor::RawCursor::new(
+                crate::cursor::AnySource::Map(src),
+                m.catalog,
+                crate::order::Order::Bytewise,
+            );
+            let mut e = c.first()?;
+            while let Some((_, v)) = e {
+                // Record and settings: a value longer than a record is a
+                // database with settings, and must be verified too.
+                let entry = crate::page::CatalogEntry::decode(v).map_err(|what| {
+                    Error::corrupted(u64::from(m.catalog.root), format!("catalog entry: {what}"))
+                })?;
+                self.verify_tree(src, &entry.rec, m.txnid, all, &mut seen)?;
+                e = c.next()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn verify_tree(
+        &self,
+        src: MapSource<'_>,
+        rec: &DbRecord,
+        txnid: u64,
+        all: bool,
+        seen: &mut crate::btree::Visited,
+    ) -> Result<()> {
+        if rec.root == 0 || (rec.mod_txnid != txnid && !all) {
+            return Ok(());
+        }
+        let depth = crate::btree::check_depth(rec)?;
+        let dups = rec.flags & crate::page::record::DUPSORT != 0;
+        let walk = Walk { src, all, dups };
+        self.verify_page(walk, rec.root, rec.root_cksum, depth, seen)
+    }
+
+    fn verify_page(
+        &self,
+        walk: Walk<'_>,
+        pgno: Pgno,
+        sum: u64,
+        levels: usize,
+        seen: &mut crate::btree::Visited,
+    ) -> Result<()> {
+        let Walk { src, all, dups } = walk;
+        let fresh = |flags: u8| all || flags & crate::page::node::FRESH != 0;
+        seen.enter(pgno)?;
+        let ps = self.layout.psize;
+        let bytes = self
+            .map
+            .slice(pgno as usize * ps, ps)
+            .filter(|_| pgno >= META_PAGES && pgno < src.limit)
+            .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the file"))?;
+        if crate::page::checksum(bytes) != sum || levels == 0 {
+            return Err(Error::corrupted(
+                u64::from(pgno),
+                "checksum mismatch in a commit being recovered",
+            ));
+        }
+        let p = Page::new(bytes, pgno)?;
+        for i in 0..p.len() {
+            if p.is_leaf() {
+                let n = p.leaf(i)?;
+                if dups && n.flags & crate::page::node::SUBTREE != 0 && fresh(n.flags) {
+                    // A duplicate sub-tree this commit wrote (or any, with `all`).
+                    let r = match n.value {
+                        LeafValue::Inline(v) => DbRecord::decode(v),
+                        LeafValue::Overflow { .. } => None,
+                    }
+                    .ok_or_else(|| {
+                        Error::corrupted(u64::from(pgno), "damaged duplicate sub-tree record")
+                    })?;
+                    let depth = crate::btree::check_depth(&r)?;
+                    let sub = Walk {
+                        dups: false,
+                        ..walk
+                    };
+                    self.verify_page(sub, r.root, r.root_cksum, depth, seen)?;
+                    continue;
+                }
+                if let LeafValue::Overflow {
+                    pgno: run,
+                    len,
+                    cksum,
+                } = n.value
+                {
+                    if fresh(n.flags) {
+                        let np = self.layout.overflow_pages(len);
+                        let b = self
+                            .map
+                            .slice(run as usize * ps, np * ps)
+                            .filter(|_| {
+                                run >= META_PAGES
+                                    && u64::from(run) + np as u64 <= u64::from(src.limit)
+                            })
+                            .ok_or_else(|| {
+                                Error::corrupted(u64::from(run), "overflow run outside the file")
+                            })?;
+                        if crate::page::checksum(b) != cksum {
+                            return Err(Error::corrupted(
+                                u64::from(run),
+                                "overflow checksum mismatch in a commit being recovered",
+                            ));
+                        }
+                    }
+                }
+            } else {
+                let n = p.branch(i)?;
+                if fresh(n.flags) {
+                    self.verify_page(walk, n.child, n.cksum, levels - 1, seen)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the three meta pages. The page size is not known before a meta is
+/// read, so each power of two is tried for the positions of metas 1 and 2.
+pub(crate) fn read_metas(file: &DataFile) -> Result<Vec<Found>> {
+    let len = file.len()?;
+    let mut found = Vec::new();
+    let mut buf = [0u8; META_LEN];
+    let mut version = None;
+    let mut ps = MIN_PAGE;
+    while ps <= MAX_PAGE {
+        for slot in 0..META_PAGES as u8 {
+            if slot == 0 && ps != MIN_PAGE {
+                continue;
+            }
+            let off = u64::from(slot) * u64::from(ps);
+            if off + META_LEN as u64 > len {
+                continue;
+            }
+            file.read_at(&mut buf, off)?;
+            match Meta::decode(&buf) {
+                Ok(m) if slot == 0 || m.page_size == ps => {
+                    if !found.iter().any(|f: &Found| f.slot == slot) {
+                        found.push(Found { slot, meta: m });
+                    }
+                }
+                Ok(_) | Err(MetaError::Foreign) | Err(MetaError::Invalid(_)) => {}
+                Err(MetaError::Version(v)) => version = Some(v),
+            }
+        }
+        ps *= 2;
+    }
+    if found.is_empty() {
+        if let Some(v) = version {
+            return Err(Error::Incompatible(format!(
+                "format version {v}, this build reads {}",
+                meta::FORMAT_VERSION
+            )));
+        }
+        return Err(Error::corrupted(
+            0,
+            "no valid meta page (not a Sarsen file, or all three damaged)",
+        ));
+    }
+    // All metas must agree with the newest on the page size.
+    let ps = found
+        .iter()
+        .max_by_key(|f| f.meta.txnid)
+        .map(|f| f.meta.page_size)
+        .unwrap_or(MIN_PAGE);
+    found.retain(|f| f.meta.page_size == ps);
+    Ok(found)
+}
+
+/// This boot of the OS, as 16 bytes (zero if unknown). A commit written in
+/// the same boot cannot have lost writes to a crash of the process alone.
+pub(crate) fn boot_id() -> [u8; 16] {
+    match std::fs::read("/proc/sys/kernel/random/boot_id") {
+        Ok(b) => twox_hash::XxHash3_128::oneshot(&b).to_le_bytes(),
+        Err(_) => [0; 16],
+    }
+}
