@@ -191,6 +191,48 @@ impl Env {
         Ok(())
     }
 
+    /// Overwrites every meta slot that is neither the current nor the
+    /// steady one and holds a commit the lock file never published (newer
+    /// than the published txnid, or the same txnid with other records):
+    /// the meta of a writer that died between writing it and publishing
+    /// it. Its pages are free in the published state, so this writer may
+    /// reuse them; and if that meta reached the disk marked `STEADY` (the
+    /// pages were synced first), a power loss would make open trust it
+    /// whatever it names. So it is replaced by a copy of the current meta,
+    /// and the copy is synced, before this transaction writes any page.
+    /// Costs two loads per slot when there is none.
+    pub(crate) fn erase_orphan_metas(&self, p: &Published, ws: &WriterShared) -> Result<()> {
+        let state = (p.next_pgno, [&p.gc, &p.catalog, &p.main]);
+        let mut erased = false;
+        for slot in 0..META_PAGES as u8 {
+            if slot == ws.meta_current || slot == ws.meta_steady {
+                continue;
+            }
+            let b = self.mapped_meta(slot)?;
+            if Meta::peek_txnid(b).is_none_or(|t| t < p.txnid) {
+                continue;
+            }
+            let orphan = match Meta::decode(b) {
+                Ok(m) => {
+                    m.txnid > p.txnid
+                        || (m.txnid == p.txnid && !Meta::holds(b, p.txnid, Some(state)))
+                }
+                // Never trusted at open: nothing to erase.
+                Err(_) => false,
+            };
+            if orphan {
+                let cur = self.mapped_meta(ws.meta_current)?.to_vec();
+                let off = u64::from(slot) * u64::from(self.page_size);
+                self.file.write_at(&cur, off)?;
+                erased = true;
+            }
+        }
+        if erased {
+            self.sync_data()?;
+        }
+        Ok(())
+    }
+
     /// The bytes of the meta page in `slot`, read through the map.
     fn mapped_meta(&self, slot: u8) -> Result<&[u8]> {
         let off = usize::from(slot) * self.page_size as usize;

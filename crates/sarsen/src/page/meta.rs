@@ -93,6 +93,12 @@ impl Meta {
         wr64(b, 312, sum);
     }
 
+    /// The txnid of the meta page bytes `b` if they start with this
+    /// format's magic, unverified (a cheap look before a full decode).
+    pub(crate) fn peek_txnid(b: &[u8]) -> Option<u64> {
+        (b.len() >= META_LEN && rd64(b, 0) == MAGIC).then(|| rd64(b, 16))
+    }
+
     /// Whether the meta page bytes `b` are a meta of this format holding
     /// commit `txnid` and, if given, `next_pgno` and the records (GC,
     /// catalog, main, as `DbRecord` words, whose little-endian bytes are

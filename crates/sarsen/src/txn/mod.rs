@@ -757,6 +757,7 @@ impl<'env> RwTxn<'env> {
         let p = env.published()?;
         let ws = env.lock.writer_shared();
         env.validate_published(&p, &ws)?;
+        env.erase_orphan_metas(&p, &ws)?;
         let w = &mut self.w;
         w.reset();
         let last = p.txnid;
