@@ -11,9 +11,12 @@
 //! or goes in turn. So no page is left without a node.
 //!
 //! A file written before that rule may hold an empty leaf under a branch of
-//! one child. `check` reports it; search still finds every key, cursors
-//! step over the leaf, and `append` compares with the last key rather than
-//! trusting a descent to end at the right edge.
+//! one child. `check` reports it and search still finds every key, but a
+//! cursor that reaches it fails with `Corrupted`: stepping over empty
+//! leaves would let a hostile branch that names one empty leaf many times
+//! make a scan take K^depth steps (`cursor::RawCursor::step_leaf`).
+//! `append` compares with the last key rather than trusting a descent to
+//! end at the right edge.
 
 use super::insert::{branch_node, remove_leaf_node, set_child, touch_path};
 use super::{descend, Path, Source};
