@@ -366,6 +366,14 @@ pub(crate) fn delete_all(
         None => return Ok(0),
         Some(Vals::One(_)) => 1,
         Some(Vals::List(l)) => l.len() as u64,
+        // A sub-tree is never empty; its record's count comes from the
+        // file, so it is checked before anything changes.
+        Some(Vals::Tree(sub)) if sub.entries == 0 => {
+            return Err(Error::corrupted(
+                u64::from(sub.root),
+                "duplicate sub-tree record counts no values",
+            ))
+        }
         Some(Vals::Tree(sub)) => {
             reserve(w, map, rec, 0)?;
             let mut gone = sub;
@@ -375,7 +383,7 @@ pub(crate) fn delete_all(
         }
     };
     super::delete::delete(w, map, rec, ord, key)?;
-    rec.entries = rec.entries.saturating_sub(count - 1);
+    rec.entries = rec.entries.saturating_sub(count.saturating_sub(1));
     Ok(count)
 }
 
