@@ -127,52 +127,45 @@ pub(crate) struct Writer {
 
 /// One bit per page of the snapshot (`3..file_pgno`): set when the writer
 /// takes the page from a GC record or frees it from a tree (`touch`,
-/// `free`). A page may do either only once per transaction, so in a file
-/// whose GC lists a page twice, or lists a page a tree still uses, the
-/// second claim fails with `Corrupted` before any view of the page is made.
-/// That keeps every page number the allocator hands out distinct from every
+/// `free`). A page may be claimed once per transaction, so in a file whose
+/// GC lists a page twice, or lists a page a tree still uses, the second
+/// claim fails with `Corrupted` before any view of the page is made. That
+/// keeps every page number the allocator hands out distinct from every
 /// other allocated page and from every page the writer releases, which the
 /// writable views of write-map mode rely on (design.md §6).
 ///
-/// The bitmap is sized to the snapshot (a bit per page, allocated zeroed,
-/// so untouched parts cost no memory) and kept across transactions; `list`
-/// holds the set bits, so clearing costs what the transaction claimed.
+/// The bits live in chunks of [`CLAIM_CHUNK`] pages, made when a page of
+/// one is first claimed and kept across transactions, so memory follows
+/// the pages claimed rather than a `next_pgno` a damaged meta may set to
+/// 2^31. `list` holds the set bits: clearing costs what was claimed.
 #[derive(Default)]
 pub(crate) struct Claims {
-    bits: Vec<u64>,
+    chunks: Vec<Option<Box<[u64; CLAIM_CHUNK / 64]>>>,
     list: Vec<Pgno>,
 }
 
-impl Claims {
-    /// Sets the bit of page `p` (below `limit`, the snapshot's page count);
-    /// false if it was set already.
-    #[inline]
-    fn claim(&mut self, p: Pgno, limit: Pgno) -> bool {
-        let w = (p / 64) as usize;
-        if w >= self.bits.len() {
-            self.grow(limit);
-        }
-        let m = 1u64 << (p % 64);
-        match self.bits.get_mut(w) {
-            Some(word) if *word & m == 0 => {
-                *word |= m;
-                self.list.push(p);
-                true
-            }
-            _ => false,
-        }
-    }
+/// Pages per chunk of [`Claims`] (a 512-byte bitmap).
+const CLAIM_CHUNK: usize = 4096;
 
-    /// Makes room for pages below `limit`, keeping the bits set.
-    #[cold]
-    fn grow(&mut self, limit: Pgno) {
-        let mut bits = vec![0u64; (limit as usize).div_ceil(64)];
-        for &p in &self.list {
-            if let Some(word) = bits.get_mut((p / 64) as usize) {
-                *word |= 1u64 << (p % 64);
-            }
+impl Claims {
+    /// Sets the bit of page `p`; false if it was set already.
+    #[inline]
+    fn claim(&mut self, p: Pgno) -> bool {
+        let c = p as usize / CLAIM_CHUNK;
+        if c >= self.chunks.len() {
+            self.chunks.resize_with(c + 1, || None);
         }
-        self.bits = bits;
+        let Some(slot) = self.chunks.get_mut(c) else {
+            return false;
+        };
+        let chunk = slot.get_or_insert_with(|| Box::new([0; CLAIM_CHUNK / 64]));
+        let (w, m) = (p as usize % CLAIM_CHUNK / 64, 1u64 << (p % 64));
+        if chunk[w] & m != 0 {
+            return false;
+        }
+        chunk[w] |= m;
+        self.list.push(p);
+        true
     }
 
     /// How many pages are claimed (a nested transaction's checkpoint).
@@ -183,8 +176,8 @@ impl Claims {
     /// Forgets every claim after the first `len`.
     pub(crate) fn truncate(&mut self, len: usize) {
         for p in self.list.drain(len.min(self.list.len())..) {
-            if let Some(word) = self.bits.get_mut((p / 64) as usize) {
-                *word &= !(1u64 << (p % 64));
+            if let Some(Some(chunk)) = self.chunks.get_mut(p as usize / CLAIM_CHUNK) {
+                chunk[p as usize % CLAIM_CHUNK / 64] &= !(1u64 << (p % 64));
             }
         }
     }
@@ -226,7 +219,7 @@ impl Writer {
     /// `what`, if it lies outside `3..file_pgno` or was claimed already.
     #[inline]
     pub(crate) fn claim(&mut self, p: Pgno, what: &'static str) -> Result<()> {
-        if p < META_PAGES || p >= self.file_pgno || !self.claims.claim(p, self.file_pgno) {
+        if p < META_PAGES || p >= self.file_pgno || !self.claims.claim(p) {
             return Err(Error::corrupted(u64::from(p), what));
         }
         Ok(())
