@@ -103,7 +103,10 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
     // or a copy onto itself, would follow (design.md §6).
     let claimed = w.claims.len();
     for &p in &pages {
-        w.claim(p, "GC lists a page twice, or a page still in a tree")?;
+        if let Err(e) = w.claim(p, "GC lists a page twice, or a page still in a tree") {
+            w.claims.truncate(claimed);
+            return Err(e);
+        }
     }
     let before = w.reclaimed.len();
     w.reclaimed.extend_from_slice(&pages);
