@@ -11,8 +11,11 @@
 //!
 //! Damage is reported, not returned as an error: the walk goes on past a
 //! bad page (skipping what lies under it) so one report lists every problem
-//! it can reach. The walk allocates one byte per page of the snapshot.
+//! it can reach. The walk keeps a byte per page it meets, in chunks made
+//! on demand ([`PageUses`]), so its memory follows the pages the trees and
+//! the GC name, not a `next_pgno` that a damaged meta may set to 2^31.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::btree::dup::{Dups, Vals};
@@ -120,10 +123,69 @@ enum Use {
     Free,
 }
 
+/// Pages per chunk of [`PageUses`].
+const CHUNK: usize = 4096;
+
+/// What each page number is used for, as far as the walk has seen: a byte
+/// per page, in chunks of [`CHUNK`] pages made when the walk first marks a
+/// page of one.
+#[derive(Default)]
+pub(crate) struct PageUses {
+    chunks: BTreeMap<usize, Box<[Use; CHUNK]>>,
+}
+
+impl PageUses {
+    fn get(&self, p: usize) -> Use {
+        self.chunks
+            .get(&(p / CHUNK))
+            .map_or(Use::Unseen, |c| c[p % CHUNK])
+    }
+
+    fn set(&mut self, p: usize, u: Use) {
+        let c = self
+            .chunks
+            .entry(p / CHUNK)
+            .or_insert_with(|| Box::new([Use::Unseen; CHUNK]));
+        c[p % CHUNK] = u;
+    }
+
+    /// Whether a tree uses page `p`.
+    pub(crate) fn in_tree(&self, p: usize) -> bool {
+        self.get(p) == Use::Tree
+    }
+
+    /// The runs of pages in `from..to` the walk has not seen, in order:
+    /// a chunk never made is one run (or part of one) without a look at
+    /// its pages.
+    fn unseen_runs(&self, from: usize, to: usize) -> Vec<(usize, usize)> {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let mut add = |a: usize, b: usize| match runs.last_mut() {
+            Some(r) if r.1 == a => r.1 = b,
+            _ => runs.push((a, b)),
+        };
+        let mut p = from;
+        while p < to {
+            let end = ((p / CHUNK + 1) * CHUNK).min(to);
+            match self.chunks.get(&(p / CHUNK)) {
+                None => add(p, end),
+                Some(c) => {
+                    for q in p..end {
+                        if c[q % CHUNK] == Use::Unseen {
+                            add(q, q + 1);
+                        }
+                    }
+                }
+            }
+            p = end;
+        }
+        runs
+    }
+}
+
 /// The walk's state.
 struct Walk<'a> {
     src: MapSource<'a>,
-    uses: Vec<Use>,
+    uses: PageUses,
     report: CheckReport,
     /// The key order of the tree being walked; `None`: not checked (a user
     /// comparator not attached in this environment).
@@ -151,8 +213,8 @@ pub(crate) fn check(
     walk(src, txnid, gc_rec, catalog, main, registry).0
 }
 
-/// [`check`], and for each page number below `next_pgno` whether a tree of
-/// the snapshot uses it (what a physical copy must carry). Keys are checked
+/// [`check`], and what each page number below `next_pgno` is used for
+/// (a physical copy carries the pages [`PageUses::in_tree`]). Keys are checked
 /// in each database's order; a user comparator's order only when the
 /// comparator is attached to the database's handle in `registry`.
 pub(crate) fn walk<'a>(
@@ -162,11 +224,11 @@ pub(crate) fn walk<'a>(
     catalog: &DbRecord,
     main: &DbRecord,
     registry: &'a Registry,
-) -> (CheckReport, Vec<bool>) {
+) -> (CheckReport, PageUses) {
     let pages = u64::from(src.limit);
     let mut w = Walk {
         src,
-        uses: vec![Use::Unseen; src.limit as usize],
+        uses: PageUses::default(),
         report: CheckReport {
             txnid,
             page_size: src.layout.psize as u32,
@@ -206,8 +268,7 @@ pub(crate) fn walk<'a>(
         w.tree(name, rec, |_, _, _, _| {});
     }
     w.leaks();
-    let in_tree = w.uses.iter().map(|u| *u == Use::Tree).collect();
-    (w.report, in_tree)
+    (w.report, w.uses)
 }
 
 impl<'a> Walk<'a> {
@@ -264,9 +325,9 @@ impl<'a> Walk<'a> {
         }
         let mut ok = true;
         for p in pgno..end as Pgno {
-            let what = match (self.uses[p as usize], u) {
+            let what = match (self.uses.get(p as usize), u) {
                 (Use::Unseen, _) => {
-                    self.uses[p as usize] = u;
+                    self.uses.set(p as usize, u);
                     continue;
                 }
                 (Use::Tree, Use::Tree) => "page reached twice in the trees",
@@ -654,17 +715,11 @@ impl<'a> Walk<'a> {
 
     /// Pages neither in a tree nor listed free, reported as runs.
     fn leaks(&mut self) {
-        let mut p = META_PAGES as usize;
-        while p < self.uses.len() {
-            if self.uses[p] != Use::Unseen {
-                p += 1;
-                continue;
-            }
-            let start = p;
-            while p < self.uses.len() && self.uses[p] == Use::Unseen {
-                p += 1;
-            }
-            let what = format!("pages {start}..{p} are in no tree and not listed free (leaked)");
+        let runs = self
+            .uses
+            .unseen_runs(META_PAGES as usize, self.report.pages as usize);
+        for (start, end) in runs {
+            let what = format!("pages {start}..{end} are in no tree and not listed free (leaked)");
             self.problem(start as u64, "", what);
         }
     }

@@ -111,7 +111,7 @@ pub(crate) fn copy_physical(env: &Env, txn: &RoTxn<'_>, dir: &Path) -> Result<Co
 fn write_pages(
     env: &Env,
     src: MapSource<'_>,
-    in_tree: &[bool],
+    in_tree: &crate::check::PageUses,
     file: &File,
     txnid: u64,
     [gc, catalog, main]: [DbRecord; 3],
@@ -142,12 +142,12 @@ fn write_pages(
     // Runs of consecutive tree pages, each written from the map directly.
     let mut p = META_PAGES as usize;
     while p < next_pgno as usize {
-        if !in_tree[p] {
+        if !in_tree.in_tree(p) {
             p += 1;
             continue;
         }
         let start = p;
-        while p < next_pgno as usize && in_tree[p] && (p - start) * ps < WRITE_CHUNK {
+        while p < next_pgno as usize && in_tree.in_tree(p) && (p - start) * ps < WRITE_CHUNK {
             p += 1;
         }
         let bytes = src

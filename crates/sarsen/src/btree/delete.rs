@@ -11,9 +11,12 @@
 //! or goes in turn. So no page is left without a node.
 //!
 //! A file written before that rule may hold an empty leaf under a branch of
-//! one child. `check` reports it; search still finds every key, cursors
-//! step over the leaf, and `append` compares with the last key rather than
-//! trusting a descent to end at the right edge.
+//! one child. `check` reports it and search still finds every key, but a
+//! cursor that reaches it fails with `Corrupted`: stepping over empty
+//! leaves would let a hostile branch that names one empty leaf many times
+//! make a scan take K^depth steps (`cursor::RawCursor::step_leaf`).
+//! `append` compares with the last key rather than trusting a descent to
+//! end at the right edge.
 
 use super::insert::{branch_node, remove_leaf_node, set_child, touch_path};
 use super::{descend, Path, Source};
@@ -100,7 +103,7 @@ fn drop_only_child(
         only.stored_len()
     };
     edit::remove(pb, 0, len);
-    w.free(pg, 1);
+    w.free(pg, 1)?;
     match kind {
         Kind::Leaf => rec.leaf_pages = rec.leaf_pages.saturating_sub(1),
         _ => rec.branch_pages = rec.branch_pages.saturating_sub(1),
@@ -177,7 +180,7 @@ fn merge_with_sibling(
     let pb = w.dirty_mut(ppg)?;
     let len = Page::new(pb, ppg)?.branch(ri)?.stored_len();
     edit::remove(pb, ri, len);
-    w.free(rpg, 1);
+    w.free(rpg, 1)?;
     match kind {
         Kind::Leaf => rec.leaf_pages = rec.leaf_pages.saturating_sub(1),
         _ => rec.branch_pages = rec.branch_pages.saturating_sub(1),
@@ -201,7 +204,7 @@ fn collapse_root(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result<()> {
         if n == 0 {
             // An empty root leaf, or a root branch whose last child went
             // (`drop_only_child`): the tree is empty.
-            w.free(root, 1);
+            w.free(root, 1)?;
             rec.root = 0;
             rec.depth = 0;
             rec.leaf_pages = 0;
@@ -221,7 +224,7 @@ fn collapse_root(w: &mut Writer, map: &Map, rec: &mut DbRecord) -> Result<()> {
                 "root branch at leaf depth or naming itself",
             ));
         }
-        w.free(root, 1);
+        w.free(root, 1)?;
         rec.root = child;
         rec.root_cksum = cksum;
         rec.mod_txnid = 0;

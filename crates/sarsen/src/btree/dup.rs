@@ -127,34 +127,35 @@ pub(crate) fn lookup<'a, S: Source<'a>>(
     vals(&n, d, leaf.pgno).map(Some)
 }
 
-/// The first value of a sub-tree.
+/// The first value of a sub-tree: down its left edge. A leaf without
+/// nodes below a branch is `Corrupted` (deletes free the leaves they
+/// empty), so the walk is one page per level on any file.
 pub(crate) fn first_in<'a, S: Source<'a>>(s: S, sub: &DbRecord) -> Result<&'a [u8]> {
     let depth = super::check_depth(sub)?;
-    first_under(s, sub.root, depth)?
-        .ok_or_else(|| Error::corrupted(u64::from(sub.root), "empty duplicate sub-tree"))
-}
-
-/// The first key under page `pgno`, `levels` above the leaves. A leaf may
-/// be empty (a delete leaves one when its only sibling is under another
-/// parent that cannot merge), so the walk goes on to the next child.
-fn first_under<'a, S: Source<'a>>(s: S, pgno: Pgno, levels: usize) -> Result<Option<&'a [u8]>> {
-    let p = s.page(pgno)?;
-    if p.is_leaf() != (levels == 1) {
-        return Err(super::bad_level(pgno));
-    }
-    if p.is_leaf() {
-        return Ok(if p.len() > 0 {
-            Some(p.leaf(0)?.key)
-        } else {
-            None
-        });
-    }
-    for i in 0..p.len() {
-        if let Some(k) = first_under(s, p.branch(i)?.child, levels - 1)? {
-            return Ok(Some(k));
+    let mut pgno = sub.root;
+    for level in 0..depth {
+        let p = s.page(pgno)?;
+        if p.is_leaf() != (level + 1 == depth) {
+            return Err(super::bad_level(pgno));
         }
+        if !p.is_leaf() {
+            pgno = p.branch(0)?.child;
+            continue;
+        }
+        if p.len() == 0 {
+            let what = if level == 0 {
+                "empty duplicate sub-tree"
+            } else {
+                "leaf without nodes below a branch"
+            };
+            return Err(Error::corrupted(u64::from(pgno), what));
+        }
+        return Ok(p.leaf(0)?.key);
     }
-    Ok(None)
+    Err(Error::corrupted(
+        u64::from(sub.root),
+        "empty duplicate sub-tree",
+    ))
 }
 
 /// `BadValueSize` unless `val` has the size of the key's other values.
@@ -365,6 +366,14 @@ pub(crate) fn delete_all(
         None => return Ok(0),
         Some(Vals::One(_)) => 1,
         Some(Vals::List(l)) => l.len() as u64,
+        // A sub-tree is never empty; its record's count comes from the
+        // file, so it is checked before anything changes.
+        Some(Vals::Tree(sub)) if sub.entries == 0 => {
+            return Err(Error::corrupted(
+                u64::from(sub.root),
+                "duplicate sub-tree record counts no values",
+            ))
+        }
         Some(Vals::Tree(sub)) => {
             reserve(w, map, rec, 0)?;
             let mut gone = sub;
@@ -374,7 +383,7 @@ pub(crate) fn delete_all(
         }
     };
     super::delete::delete(w, map, rec, ord, key)?;
-    rec.entries = rec.entries.saturating_sub(count - 1);
+    rec.entries = rec.entries.saturating_sub(count.saturating_sub(1));
     Ok(count)
 }
 

@@ -85,6 +85,5 @@ fn free_page(
     for (r, n) in runs {
         w.free_run(r, n)?;
     }
-    w.free(pgno, 1);
-    Ok(())
+    w.free(pgno, 1)
 }

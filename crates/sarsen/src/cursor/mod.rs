@@ -15,7 +15,7 @@ use std::ops::{Bound, RangeBounds};
 
 use crate::btree::dup::Dups;
 use crate::btree::{self, MapSource, Source, MAX_DEPTH};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::order::Order;
 use crate::page::{DbRecord, LeafNode, LeafValue, Page, Pgno};
 use crate::txn::writer::WSource;
@@ -150,6 +150,7 @@ impl<'a> RawCursor<'a> {
         self.descend_edge(self.rec.root, 0, true)?;
         self.pos = Pos::At;
         if self.stack[self.depth - 1].0.len() == 0 {
+            self.no_empty_leaf()?;
             return self.step(true);
         }
         self.current()
@@ -164,6 +165,7 @@ impl<'a> RawCursor<'a> {
         self.descend_edge(self.rec.root, 0, false)?;
         self.pos = Pos::At;
         if self.stack[self.depth - 1].0.len() == 0 {
+            self.no_empty_leaf()?;
             return self.step(false);
         }
         self.current()
@@ -187,6 +189,7 @@ impl<'a> RawCursor<'a> {
                 self.stack[level] = (p, i);
                 self.depth = depth;
                 self.pos = Pos::At;
+                self.no_empty_leaf()?;
                 if i >= p.len() {
                     self.stack[level].1 = p.len().saturating_sub(1);
                     return self.step(true);
@@ -247,45 +250,81 @@ impl<'a> RawCursor<'a> {
     }
 
     /// `step` across a leaf boundary.
+    ///
+    /// Bounded on any file: the leaf it moves to must not be empty, and its
+    /// keys must lie beyond the leaf it leaves (in the tree's order). So a
+    /// scan in one direction visits each leaf at most once, and a branch
+    /// that names one child many times (whose walk would take K^depth
+    /// steps) fails with `Corrupted` at the first repeat. One comparison
+    /// per leaf, none per key.
     fn step_leaf(&mut self, fwd: bool) -> Result<Option<Entry<'a>>> {
-        loop {
-            let top = self.depth - 1;
-            let (p, i) = self.stack[top];
-            if fwd && i + 1 < p.len() {
-                self.stack[top].1 = i + 1;
-                return self.current();
+        let top = self.depth - 1;
+        let (p, i) = self.stack[top];
+        if fwd && i + 1 < p.len() {
+            self.stack[top].1 = i + 1;
+            return self.current();
+        }
+        if !fwd && i > 0 && i <= p.len() {
+            self.stack[top].1 = i - 1;
+            return self.current();
+        }
+        // The key the next leaf's keys must lie beyond (none from the
+        // empty root leaf of an empty tree, which has no neighbour).
+        let edge = match p.len() {
+            0 => None,
+            n => Some(p.leaf(if fwd { n - 1 } else { 0 })?.key),
+        };
+        // Climb to the nearest ancestor with a neighbour on that side.
+        let mut level = top;
+        let found = loop {
+            if level == 0 {
+                break None;
             }
-            if !fwd && i > 0 && i <= p.len() {
-                self.stack[top].1 = i - 1;
-                return self.current();
+            level -= 1;
+            let (bp, bi) = self.stack[level];
+            if fwd && bi + 1 < bp.len() {
+                break Some((level, bi + 1));
             }
-            // Climb to the nearest ancestor with a neighbour on that side.
-            let mut level = top;
-            let found = loop {
-                if level == 0 {
-                    break None;
-                }
-                level -= 1;
-                let (bp, bi) = self.stack[level];
-                if fwd && bi + 1 < bp.len() {
-                    break Some((level, bi + 1));
-                }
-                if !fwd && bi > 0 {
-                    break Some((level, bi - 1));
-                }
+            if !fwd && bi > 0 {
+                break Some((level, bi - 1));
+            }
+        };
+        let Some((level, ni)) = found else {
+            self.pos = if fwd { Pos::PastEnd } else { Pos::BeforeStart };
+            return Ok(None);
+        };
+        self.stack[level].1 = ni;
+        let child = self.stack[level].0.branch(ni)?.child;
+        self.descend_edge(child, level + 1, fwd)?;
+        self.no_empty_leaf()?;
+        let (lp, _) = self.stack[self.depth - 1];
+        if let Some(edge) = edge {
+            let k = lp.leaf(if fwd { 0 } else { lp.len() - 1 })?.key;
+            let beyond = if fwd {
+                self.ord.lt(edge, k)
+            } else {
+                self.ord.lt(k, edge)
             };
-            let Some((level, ni)) = found else {
-                self.pos = if fwd { Pos::PastEnd } else { Pos::BeforeStart };
-                return Ok(None);
-            };
-            self.stack[level].1 = ni;
-            let child = self.stack[level].0.branch(ni)?.child;
-            self.descend_edge(child, level + 1, fwd)?;
-            let (lp, _) = self.stack[self.depth - 1];
-            if lp.len() > 0 {
-                return self.current();
+            if !beyond {
+                return Err(Error::corrupted(
+                    u64::from(lp.pgno()),
+                    "leaf keys not beyond the keys of the leaf before it",
+                ));
             }
-            // An empty leaf (see `btree/delete.rs`): keep going.
+        }
+        self.current()
+    }
+
+    /// `Corrupted` if the cursor's leaf has no node and is not the root:
+    /// deletes free every leaf they empty (`btree/delete.rs`), and a walk
+    /// through empty leaves would compare no key to stop a cycle.
+    fn no_empty_leaf(&self) -> Result<()> {
+        match self.depth.checked_sub(1).map(|t| &self.stack[t].0) {
+            Some(p) if self.depth > 1 && p.len() == 0 => Err(Error::corrupted(
+                u64::from(p.pgno()),
+                "leaf without nodes below a branch",
+            )),
+            _ => Ok(()),
         }
     }
 }

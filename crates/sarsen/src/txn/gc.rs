@@ -97,6 +97,17 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
         }
         (k.to_vec(), pages)
     };
+    // A page listed twice (in this record or one loaded before), or one a
+    // tree of this transaction has released (so a tree still used it), is
+    // refused before it can be handed out: two writable views of one page,
+    // or a copy onto itself, would follow (design.md §6).
+    let claimed = w.claims.len();
+    for &p in &pages {
+        if let Err(e) = w.claim(p, "GC lists a page twice, or a page still in a tree") {
+            w.claims.truncate(claimed);
+            return Err(e);
+        }
+    }
     let before = w.reclaimed.len();
     w.reclaimed.extend_from_slice(&pages);
     w.loading_gc = true;
@@ -107,6 +118,7 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
         // The record stays in the GC, so its pages must not be reusable
         // (a failed reserve changed nothing, so the rest is as it was).
         w.reclaimed.truncate(before);
+        w.claims.truncate(claimed);
         return r.map(|_| false);
     }
     w.gc = gc;

@@ -38,6 +38,8 @@ pub(crate) struct Checkpoint {
     /// Length of `freed` (only appended to between commits).
     freed: usize,
     reclaimed: Vec<Pgno>,
+    /// Number of pages claimed (`Writer::claims`).
+    claims: usize,
     append_hint: Option<(Pgno, Path)>,
     /// Pages this nested transaction has changed: `Some(bytes)` for a page
     /// (or overflow run) that was dirty when it began, with those bytes;
@@ -59,6 +61,7 @@ impl Writer {
             next_pgno: self.next_pgno,
             freed: self.freed.len(),
             reclaimed: self.reclaimed.clone(),
+            claims: self.claims.len(),
             append_hint: self.append_hint,
             pages: FxHashMap::default(),
         };
@@ -109,6 +112,9 @@ impl Writer {
         debug_assert!(self.freed.len() >= cp.freed, "freed shrank in a child");
         self.freed.truncate(cp.freed);
         self.reclaimed = cp.reclaimed;
+        // The pages the child took from the GC are back in its records,
+        // and the pages it freed are back in the trees.
+        self.claims.truncate(cp.claims);
         self.append_hint = cp.append_hint;
         // First drop every page the child allocated, so that no view of
         // the map overlaps a page put back below.

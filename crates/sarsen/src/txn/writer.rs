@@ -9,6 +9,14 @@
 //! either from past the end of the file or from the GC, where it was
 //! recorded as freed by a transaction no older than every live reader's
 //! snapshot (see [`Writer::gc_bound`]).
+//!
+//! A damaged or hostile GC can break that argument, so the writer checks
+//! what it can cheaply ([`Claims`]): no page is taken from the GC twice, or
+//! both taken from the GC and released from a tree, and `touch` never
+//! copies a page onto itself. Page numbers handed out are therefore
+//! distinct from each other and from the page being copied, so no two
+//! writable views overlap and no writable view covers a page the writer
+//! reads through the map (write-map mode, design.md §6).
 
 use rustc_hash::FxHashMap;
 
@@ -16,7 +24,7 @@ use crate::btree::Source;
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
 use crate::io::Map;
-use crate::page::{self, DbRecord, Kind, Layout, LeafValue, Page, Pgno};
+use crate::page::{self, DbRecord, Kind, Layout, LeafValue, Page, Pgno, META_PAGES};
 use crate::txn::nested::Checkpoint;
 
 /// State of the named databases touched by a write transaction.
@@ -112,6 +120,67 @@ pub(crate) struct Writer {
     /// The leaf that `touch` copied last (0: none), whose checksum is taken
     /// when `touch` copies another (see [`Writer::touch`]).
     last_leaf: Pgno,
+    /// Pages of the snapshot this transaction took from the GC or released
+    /// from its trees: each may do so once (see [`Claims`]).
+    pub claims: Claims,
+}
+
+/// One bit per page of the snapshot (`3..file_pgno`): set when the writer
+/// takes the page from a GC record or frees it from a tree (`touch`,
+/// `free`). A page may be claimed once per transaction, so in a file whose
+/// GC lists a page twice, or lists a page a tree still uses, the second
+/// claim fails with `Corrupted` before any view of the page is made. That
+/// keeps every page number the allocator hands out distinct from every
+/// other allocated page and from every page the writer releases, which the
+/// writable views of write-map mode rely on (design.md §6).
+///
+/// The bits live in chunks of [`CLAIM_CHUNK`] pages, made when a page of
+/// one is first claimed and kept across transactions, so memory follows
+/// the pages claimed rather than a `next_pgno` a damaged meta may set to
+/// 2^31. `list` holds the set bits: clearing costs what was claimed.
+#[derive(Default)]
+pub(crate) struct Claims {
+    chunks: Vec<Option<Box<[u64; CLAIM_CHUNK / 64]>>>,
+    list: Vec<Pgno>,
+}
+
+/// Pages per chunk of [`Claims`] (a 512-byte bitmap).
+const CLAIM_CHUNK: usize = 4096;
+
+impl Claims {
+    /// Sets the bit of page `p`; false if it was set already.
+    #[inline]
+    fn claim(&mut self, p: Pgno) -> bool {
+        let c = p as usize / CLAIM_CHUNK;
+        if c >= self.chunks.len() {
+            self.chunks.resize_with(c + 1, || None);
+        }
+        let Some(slot) = self.chunks.get_mut(c) else {
+            return false;
+        };
+        let chunk = slot.get_or_insert_with(|| Box::new([0; CLAIM_CHUNK / 64]));
+        let (w, m) = (p as usize % CLAIM_CHUNK / 64, 1u64 << (p % 64));
+        if chunk[w] & m != 0 {
+            return false;
+        }
+        chunk[w] |= m;
+        self.list.push(p);
+        true
+    }
+
+    /// How many pages are claimed (a nested transaction's checkpoint).
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Forgets every claim after the first `len`.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        for p in self.list.drain(len.min(self.list.len())..) {
+            if let Some(Some(chunk)) = self.chunks.get_mut(p as usize / CLAIM_CHUNK) {
+                chunk[p as usize % CLAIM_CHUNK / 64] &= !(1u64 << (p % 64));
+            }
+        }
+    }
 }
 
 impl Writer {
@@ -142,7 +211,18 @@ impl Writer {
             nest: Vec::new(),
             nest_serial: 0,
             last_leaf: 0,
+            claims: Claims::default(),
         }
+    }
+
+    /// Claims page `p` of the snapshot (see [`Claims`]); `Corrupted`, with
+    /// `what`, if it lies outside `3..file_pgno` or was claimed already.
+    #[inline]
+    pub(crate) fn claim(&mut self, p: Pgno, what: &'static str) -> Result<()> {
+        if p < META_PAGES || p >= self.file_pgno || !self.claims.claim(p) {
+            return Err(Error::corrupted(u64::from(p), what));
+        }
+        Ok(())
     }
 
     /// Forgets the append hint if it belongs to the tree rooted at `root`
@@ -175,6 +255,7 @@ impl Writer {
         self.append_hint = None;
         self.main_changed = false;
         self.last_leaf = 0;
+        self.claims.truncate(0);
         self.drop_checkpoints();
     }
 
@@ -367,8 +448,19 @@ impl Writer {
 
     /// Frees `n` pages starting at `pgno`. A page this transaction wrote is
     /// reusable at once; an older one only once no snapshot can see it.
-    pub(crate) fn free(&mut self, pgno: Pgno, n: usize) {
+    /// `Corrupted` (a damaged tree) if a dirty `pgno` is not `n` pages
+    /// long, or if an older page was freed already or is listed in the GC.
+    pub(crate) fn free(&mut self, pgno: Pgno, n: usize) -> Result<()> {
         if let Some(b) = self.dirty.remove(&pgno) {
+            if b.len() != n * self.layout.psize {
+                // Another length than allocated: the other pages are not
+                // this buffer's to give back.
+                self.dirty.insert(pgno, b);
+                return Err(Error::corrupted(
+                    u64::from(pgno),
+                    "page freed with another length than it has",
+                ));
+            }
             match self.nest.last_mut() {
                 // The first change to a page dirty before the nested
                 // transaction began: its buffer becomes the saved original
@@ -385,8 +477,13 @@ impl Writer {
             }
             self.reclaimed.extend((0..n as Pgno).map(|i| pgno + i));
         } else {
+            for i in 0..n as Pgno {
+                let what = "page freed twice, or freed from a tree and listed free in the GC";
+                self.claim(pgno.saturating_add(i), what)?;
+            }
             self.freed.extend((0..n as Pgno).map(|i| pgno + i));
         }
+        Ok(())
     }
 
     /// Frees an overflow run named by a leaf node, after checking that the
@@ -399,8 +496,7 @@ impl Writer {
                 "overflow run outside the allocated pages",
             ));
         }
-        self.free(pgno, n);
-        Ok(())
+        self.free(pgno, n)
     }
 
     /// Copy-on-write: makes page `pgno` dirty, returning its (possibly new)
@@ -411,6 +507,15 @@ impl Writer {
             return Ok(pgno);
         }
         let new = self.alloc(map, 1)?;
+        if new == pgno {
+            // Only a GC that lists a page still in a tree hands it out, and
+            // copying a page onto itself would make a writable view of the
+            // bytes the copy reads (write-map mode).
+            return Err(Error::corrupted(
+                u64::from(pgno),
+                "GC lists a page still in a tree",
+            ));
+        }
         let mut b = self.page_buf(map, new, 1)?;
         let leaf = {
             // Copy the header and slots, then the nodes, skipping the free
@@ -424,6 +529,16 @@ impl Writer {
             b[hi..].copy_from_slice(&s[hi..]);
             src.is_leaf()
         };
+        // The original leaves the tree: it must be in the snapshot, and
+        // neither freed already nor taken from the GC (a page the GC
+        // lists while a tree uses it).
+        if let Err(e) = self.claim(
+            pgno,
+            "page copied is freed already or listed free in the GC",
+        ) {
+            self.recycle(b);
+            return Err(e);
+        }
         // The copy keeps the older commit's `FRESH` marks; sealing clears
         // them (`btree::seal`).
         page::set_identity(&mut b, new, self.txnid);
