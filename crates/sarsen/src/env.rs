@@ -854,10 +854,17 @@ impl Env {
     /// live writer holds it then) repairs the snapshot from the metas
     /// ([`Env::repair_published`]). A publish held by a live writer is
     /// waited for, at most [`LockFile::publish_wait`] (then `Corrupted`).
+    #[inline]
     pub(crate) fn published(&self) -> Result<Published> {
-        if let Some(p) = self.lock.try_published(1 << 10) {
-            return Ok(p);
+        match self.lock.try_published(1 << 10) {
+            Some(p) => Ok(p),
+            None => self.published_slow(),
         }
+    }
+
+    /// [`Env::published`] when a publish is in progress or was cut short.
+    #[cold]
+    fn published_slow(&self) -> Result<Published> {
         let start = std::time::Instant::now();
         loop {
             if let Some(p) = self.lock.try_published(1 << 10) {
