@@ -65,6 +65,7 @@ fn serial() -> MutexGuard<'static, ()> {
 
 const PS: usize = 512;
 const DATA: &str = "data.sdb";
+const LOCK: &str = "lock.sdb";
 const FRESH: u8 = 0x08;
 const SUBTREE: u8 = 0x04;
 
@@ -169,14 +170,32 @@ fn newest_gc_entries(f: &[u8]) -> Vec<usize> {
     v.step_by(4).collect()
 }
 
+thread_local! {
+    /// The lock file the last template's environment left in this test's
+    /// thread.
+    static LOCK_FILE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The data file in `dir`; keeps its lock file for [`with_file`].
 fn read(dir: &Path) -> Vec<u8> {
+    let lock = std::fs::read(dir.join(LOCK)).unwrap_or_default();
+    LOCK_FILE.with(|l| *l.borrow_mut() = lock);
     std::fs::read(dir.join(DATA)).unwrap()
 }
 
-/// A fresh directory holding `f` as its data file.
+/// A fresh directory holding `f` as its data file, with the lock file the
+/// template left. That lock file shows the newest commit published, so
+/// open trusts it without verifying its pages (without it, open verifies
+/// the newest commit and rolls a patched one back). The patches do not
+/// fix checksums, which an attacker could: the defences under test must
+/// hold without them.
 fn with_file(f: &[u8]) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join(DATA), f).unwrap();
+    let lock = LOCK_FILE.with(|l| l.borrow().clone());
+    if !lock.is_empty() {
+        std::fs::write(d.path().join(LOCK), lock).unwrap();
+    }
     d
 }
 
