@@ -144,6 +144,13 @@ pub struct HostileInput {
 pub struct Template {
     /// The data file, cut at the last page in use.
     pub bytes: Vec<u8>,
+    /// The lock file the template's environment left: written beside each
+    /// damaged copy, it shows the newest commit published, so a same-boot
+    /// open trusts that commit without verifying its pages, as it trusts
+    /// any commit a live environment published. (Without it, open verifies
+    /// the newest commit and rolls damage in it back; the fuzzing must
+    /// reach the readers and writers too.)
+    pub lock: Vec<u8>,
     /// Page size, bytes.
     pub page_size: u32,
     /// The contents after each commit, oldest first.
@@ -292,6 +299,8 @@ fn build_template(page_size: u32, n: u32) -> Template {
     drop(r);
     drop(env);
     let mut bytes = std::fs::read(dir.path().join("data.sdb")).expect("reading the template");
+    let lock =
+        std::fs::read(dir.path().join("lock.sdb")).expect("reading the template's lock file");
     bytes.truncate(used as usize);
     let max_entries = history
         .iter()
@@ -300,6 +309,7 @@ fn build_template(page_size: u32, n: u32) -> Template {
         .unwrap_or(0);
     Template {
         bytes,
+        lock,
         page_size,
         history,
         max_entries,
@@ -448,7 +458,9 @@ pub fn warm_up() {
     template(true);
 }
 
-/// Writes `bytes` as the data file of a new scratch directory.
-fn write_file(dir: &Path, bytes: &[u8]) {
+/// Writes `bytes` as the data file of a new scratch directory, beside the
+/// template's lock file.
+fn write_file(dir: &Path, bytes: &[u8], lock: &[u8]) {
     std::fs::write(dir.join("data.sdb"), bytes).expect("writing the damaged file");
+    std::fs::write(dir.join("lock.sdb"), lock).expect("writing the lock file");
 }

@@ -47,7 +47,7 @@ pub fn exercise(input: &HostileInput) -> Result<String, String> {
     let t = template(input.big_pages);
     let bytes = mutate(t, &input.mutations);
     let dir = crate::scratch_dir();
-    write_file(dir.path(), &bytes);
+    write_file(dir.path(), &bytes, &t.lock);
     let f = input.open;
     let mut o = EnvOptions::new()
         .max_size(64 << 20)
