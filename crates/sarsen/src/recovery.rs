@@ -253,10 +253,17 @@ impl Env {
         if m.page_size != self.page_size {
             return Err(Error::corrupted(0, "meta pages disagree on the page size"));
         }
+        let same_boot = m.boot_id == self.boot_id && m.boot_id != [0; 16];
+        if !same_boot && m.flags & meta::STEADY == 0 && m.flags & meta::NO_SYNC == 0 {
+            return Err(Error::corrupted(
+                0,
+                "unsynced commit from before a system restart",
+            ));
+        }
         if full {
+            // After a failed sync nothing in the cache is known durable.
             return self.verify_commit(m, true);
         }
-        let same_boot = m.boot_id == self.boot_id && m.boot_id != [0; 16];
         if same_boot {
             // The OS kept every write of this boot, but a dead writer's
             // meta that was never published may name reused pages.
@@ -264,12 +271,6 @@ impl Env {
                 return Ok(());
             }
             return self.verify_commit(m, false);
-        }
-        if m.flags & meta::STEADY == 0 && m.flags & meta::NO_SYNC == 0 {
-            return Err(Error::corrupted(
-                0,
-                "unsynced commit from before a system restart",
-            ));
         }
         if m.flags & meta::ONE_SYNC != 0 {
             self.verify_commit(m, false)?;
