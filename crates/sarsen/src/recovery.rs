@@ -153,6 +153,21 @@ impl Env {
         self.recover(&metas, Some(&prev))
     }
 
+    /// The published snapshot and writer words as a holder of the writer
+    /// lock builds on them: repaired first if a writer died publishing
+    /// them, then checked against the meta pages ([`Env::validate_published`]).
+    /// Every writer-lock holder that writes metas starts here
+    /// (`RwTxn::begin`, `Env::sync`).
+    pub(crate) fn writer_view(&self) -> Result<(Published, WriterShared)> {
+        if self.lock.publishing() {
+            self.repair_published()?;
+        }
+        let p = self.published()?;
+        let ws = self.lock.writer_shared();
+        self.validate_published(&p, &ws)?;
+        Ok((p, ws))
+    }
+
     /// Checks the lock file's published state against the meta pages it
     /// names, before a writer builds on it: the current slot must hold a
     /// valid meta of the published commit (txnid, next page, records), the

@@ -48,7 +48,12 @@ static SERIAL: Mutex<()> = Mutex::new(());
 #[test]
 #[ignore = "helper: run by the fork tests in a child process"]
 fn forked_helper() {
-    let Some((_, dir)) = pc::role() else { return };
+    let Some((role, dir)) = pc::role() else {
+        return;
+    };
+    if role == "fork-and-die" {
+        fork_and_die(&dir);
+    }
     let env = pc::open(&dir);
     pc::say("opened");
     let mut w = env.write_txn().unwrap();
@@ -397,4 +402,64 @@ fn a_forked_child_dropping_the_parents_write_txn_keeps_the_writer_lock() {
         problems.push(format!("check: {:?}", rep.problems));
     }
     pc::report("fork with a write transaction", &problems);
+}
+
+/// Helper role `fork-and-die`: opens the environment, begins a write
+/// transaction (so it holds the writer lock), forks a child that only
+/// sleeps, says `grandchild <pid>`, and kills itself. This process is
+/// single-threaded at the fork (a re-run test binary with one test thread).
+fn fork_and_die(dir: &Path) -> ! {
+    let env = pc::open(dir);
+    let w = env.write_txn().unwrap();
+    // SAFETY: fork in a single-threaded process; the child only sleeps
+    // and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: sleep and _exit are async-signal-safe.
+        unsafe {
+            libc::sleep(30);
+            libc::_exit(0);
+        }
+    }
+    pc::say(&format!("grandchild {pid}"));
+    std::mem::forget(w);
+    // SAFETY: raising a signal has no memory-safety preconditions.
+    unsafe {
+        libc::raise(libc::SIGKILL);
+    }
+    unreachable!("SIGKILL returned");
+}
+
+/// A process that dies holding the writer lock, leaving behind a `fork`
+/// child that never touched the environment: the child must not keep the
+/// dead process's locks alive (it shares their open file description), so
+/// another process's write transaction gets the lock at once, not when the
+/// child exits 30 s later.
+#[test]
+fn a_fork_child_does_not_keep_a_dead_parents_writer_lock() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    drop(pc::open(dir.path()));
+    let mut h = Kid::spawn(
+        pc::child_cmd("forked_helper", "fork-and-die", dir.path()),
+        "fork-and-die",
+    );
+    let line = h.expect("grandchild", WAIT).unwrap();
+    let grandchild: i32 = line.split_whitespace().last().unwrap().parse().unwrap();
+    let _ = h.wait(WAIT);
+    let path = dir.path().to_path_buf();
+    let got = pc::bounded(Duration::from_secs(10), move || {
+        let env = pc::open(&path);
+        env.write_txn().and_then(|w| w.commit()).is_ok()
+    });
+    // SAFETY: killing the sleeping grandchild this test made; it is reaped
+    // by init once its parent (the helper) is gone.
+    unsafe {
+        libc::kill(grandchild, libc::SIGKILL);
+    }
+    assert_eq!(
+        got,
+        Some(true),
+        "a write transaction while the dead writer's fork child lives"
+    );
 }

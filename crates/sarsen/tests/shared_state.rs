@@ -107,3 +107,66 @@ fn a_panicking_slow_reader_handler_releases_the_writer_lock() {
         "a second opener's write transaction after the panic"
     );
 }
+
+/// A lock file header that no opener holds was left by a previous life:
+/// an opener that waited on a first opener which then died before
+/// resetting it must not join that stale life, but reset it itself. The
+/// stale header here names a root page past the file, so a reader on it
+/// would fail.
+#[test]
+fn a_header_no_opener_holds_is_reset_not_joined() {
+    use std::os::unix::io::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let env = open(dir.path(), EnvOptions::new());
+        let mut w = env.write_txn().unwrap();
+        w.put(env.main_db(), b"k", b"v").unwrap();
+        w.commit().unwrap();
+    }
+    // The previous life's header, with the main record's root (offset 104)
+    // pointing far past the file.
+    let lock_path = dir.path().join("lock.sdb");
+    let mut header = std::fs::read(&lock_path).unwrap();
+    header[104..108].copy_from_slice(&0x00ff_ffffu32.to_le_bytes());
+    std::fs::write(&lock_path, &header).unwrap();
+    // A "first opener" holds the liveness byte exclusively, as if it were
+    // about to reset the file, while another opener waits.
+    let holder = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    let lock_byte = |kind: libc::c_int| {
+        // SAFETY: a zeroed flock is a valid plain C struct; fcntl gets a
+        // valid descriptor and a pointer to it.
+        let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+        fl.l_type = kind as libc::c_short;
+        fl.l_whence = libc::SEEK_SET as libc::c_short;
+        fl.l_start = 1;
+        fl.l_len = 1;
+        // SAFETY: as above.
+        let r = unsafe { libc::fcntl(holder.as_raw_fd(), libc::F_OFD_SETLK, &mut fl) };
+        assert_eq!(r, 0, "fcntl");
+    };
+    lock_byte(libc::F_WRLCK);
+    let path = dir.path().to_path_buf();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let env = open(&path, EnvOptions::new());
+        let r = env
+            .read_txn()
+            .and_then(|r| r.get(env.main_db(), b"k").map(|v| v.map(<[u8]>::to_vec)));
+        let _ = tx.send(r.map_err(|e| e.to_string()));
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    // The first opener dies without resetting the file.
+    drop(holder);
+    let got = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the waiting opener");
+    assert_eq!(
+        got,
+        Ok(Some(b"v".to_vec())),
+        "read through the waiting opener"
+    );
+}

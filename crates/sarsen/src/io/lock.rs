@@ -42,7 +42,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use super::slots::SLOT;
 use crate::error::{Error, Result};
@@ -68,8 +68,102 @@ const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// that it is being used by a child of the process that opened it.
 static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// This process's open lock files (descriptor -1 = unused, -2 = being
+/// filled), so a `fork` child can let go of them: a child shares its
+/// parent's open file description, through the descriptor and through the
+/// shared mapping, and with it every lock the parent holds, which would
+/// outlive the parent's death for as long as the child lives (a writer
+/// lock no one can take, reader slots that pin pages). Lock files past this
+/// many at once are not released in children.
+struct LockRef {
+    fd: AtomicI32,
+    ptr: AtomicUsize,
+    len: AtomicUsize,
+}
+
+static LOCK_REFS: [LockRef; 64] = [const {
+    LockRef {
+        fd: AtomicI32::new(-1),
+        ptr: AtomicUsize::new(0),
+        len: AtomicUsize::new(0),
+    }
+}; 64];
+/// `/dev/null`, opened once, that the child puts in place of each lock
+/// file descriptor (-1 if it could not be opened).
+static DEV_NULL: AtomicI32 = AtomicI32::new(-1);
+
 extern "C" fn after_fork_in_child() {
     FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    let null = DEV_NULL.load(Ordering::Relaxed);
+    for r in &LOCK_REFS {
+        let fd = r.fd.load(Ordering::Acquire);
+        if fd < 0 {
+            continue;
+        }
+        let (ptr, len) = (r.ptr.load(Ordering::Relaxed), r.len.load(Ordering::Relaxed));
+        // SAFETY: plain system calls (async-signal-safe, as a fork child
+        // handler must be), on this child's copies only. The anonymous
+        // mapping replaces the lock file's at the same address and length,
+        // so the inherited `LockFile`'s drop unmaps exactly what is there;
+        // its views read zeros, and the child's `Env` refuses every use
+        // (`Error::Forked`). dup3 makes `fd` name /dev/null, keeping the
+        // number valid for the drop's close.
+        unsafe {
+            if ptr != 0 && len != 0 {
+                libc::mmap(
+                    ptr as *mut libc::c_void,
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                );
+            }
+            if null >= 0 {
+                libc::dup3(null, fd, libc::O_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// Records the lock file open on `fd` and mapped at `ptr` (`len` bytes),
+/// to release in `fork` children.
+fn register_lock(fd: libc::c_int, ptr: *mut u8, len: usize) {
+    if DEV_NULL.load(Ordering::Acquire) < 0 {
+        // SAFETY: opening a path from a NUL-terminated literal.
+        let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if null >= 0
+            && DEV_NULL
+                .compare_exchange(-1, null, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+        {
+            // SAFETY: closing the descriptor just opened, which lost the race.
+            unsafe { libc::close(null) };
+        }
+    }
+    for r in &LOCK_REFS {
+        if r.fd
+            .compare_exchange(-1, -2, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            r.ptr.store(ptr as usize, Ordering::Relaxed);
+            r.len.store(len, Ordering::Relaxed);
+            r.fd.store(fd, Ordering::Release);
+            return;
+        }
+    }
+}
+
+/// Forgets the lock file on `fd` (before it is unmapped and closed).
+fn unregister_lock(fd: libc::c_int) {
+    for r in &LOCK_REFS {
+        if r.fd
+            .compare_exchange(fd, -1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
 }
 
 /// The current fork generation of this process; registers the `fork`
@@ -194,21 +288,30 @@ impl LockFile {
         // by a first opener that died or failed half-way: it lets go and
         // tries to become the first opener itself.
         let mut attempts = 0;
-        let (first, slots) = loop {
-            if ofd_lock(fd, 1, libc::F_WRLCK, false)? {
-                break (true, max_readers);
-            }
-            ofd_lock(fd, 1, libc::F_RDLCK, true)?;
-            match read_slot_count(&file) {
-                Ok(slots) => break (false, slots),
-                Err(_) if attempts < 200 => {
-                    ofd_lock(fd, 1, libc::F_UNLCK, false)?;
-                    attempts += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(1));
+        let (first, slots) =
+            loop {
+                if ofd_lock(fd, 1, libc::F_WRLCK, false)? {
+                    break (true, max_readers);
                 }
-                Err(e) => return Err(e),
-            }
-        };
+                ofd_lock(fd, 1, libc::F_RDLCK, true)?;
+                // A header is trusted only while another opener holds the
+                // liveness lock too: one that no one holds was left by a
+                // previous life (its first opener died before resetting it).
+                let live = ofd_held(fd, 1)?;
+                match read_slot_count(&file) {
+                    Ok(slots) if live => break (false, slots),
+                    Ok(_) | Err(_) if attempts < 200 => {
+                        ofd_lock(fd, 1, libc::F_UNLCK, false)?;
+                        attempts += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    Ok(_) => return Err(Error::Incompatible(
+                        "lock file header held by no opener, and this opener could not reset it"
+                            .into(),
+                    )),
+                    Err(e) => return Err(e),
+                }
+            };
         let len = HEADER + SLOT * slots as usize;
         let prev = if first {
             read_prev_life(&file).map(Box::new)
@@ -247,6 +350,8 @@ impl LockFile {
         }
         let ptr = NonNull::new(p as *mut u8)
             .ok_or_else(|| Error::io("mmap lock", std::io::Error::other("null mapping")))?;
+        // From here `lock`'s drop forgets it again.
+        register_lock(fd, ptr.as_ptr(), len);
         let lock = LockFile {
             file: Some(file),
             ptr,
@@ -548,6 +653,9 @@ impl LockFile {
 
 impl Drop for LockFile {
     fn drop(&mut self) {
+        if let Some(f) = &self.file {
+            unregister_lock(f.as_raw_fd());
+        }
         // SAFETY: unmapping exactly the region mapped in `open`; no
         // reference into it outlives `self`.
         unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.len) };

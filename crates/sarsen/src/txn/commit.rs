@@ -134,11 +134,15 @@ fn write_pages(env: &Env, w: &Writer) -> Result<()> {
 }
 
 /// The meta slot to write: neither the current meta nor the last durable.
+/// Both are below 3 (checked against the meta pages at the writer's
+/// start); the arithmetic stays in 0..3 whatever they are, so a meta is
+/// never written past the meta pages.
 fn next_slot(current: u8, steady: u8) -> u8 {
-    if current == steady {
-        (current + 1) % 3
+    let (c, s) = (current % 3, steady % 3);
+    if c == s {
+        (c + 1) % 3
     } else {
-        3 - current - steady
+        3 - c - s
     }
 }
 
@@ -244,8 +248,7 @@ fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
 /// lock held. Syncs the data, then writes a steady copy of the current
 /// meta (same txnid) into a free slot and syncs again.
 pub(crate) fn sync_steady(env: &Env) -> Result<()> {
-    let ws = env.lock.writer_shared();
-    let p = env.published()?;
+    let (p, ws) = env.writer_view()?;
     env.sync_data()?;
     if ws.durable_txnid >= p.txnid && ws.meta_current == ws.meta_steady {
         return Ok(());

@@ -751,12 +751,7 @@ impl<'env> RwTxn<'env> {
     fn start(&mut self) -> Result<()> {
         let env = self.env;
         env.check_synced()?;
-        if env.lock.publishing() {
-            env.repair_published()?;
-        }
-        let p = env.published()?;
-        let ws = env.lock.writer_shared();
-        env.validate_published(&p, &ws)?;
+        let (p, ws) = env.writer_view()?;
         env.erase_orphan_metas(&p, &ws)?;
         let w = &mut self.w;
         w.reset();
