@@ -223,9 +223,11 @@ impl EnvOptions {
     /// meanwhile; this one's readers see each commit as usual, because
     /// they take slots in the shared reader table of the lock file, which
     /// must therefore be writable. Only when the lock file is on a
-    /// read-only file system (`EROFS`: nothing can be writing then) is the
-    /// reader table kept in this process's memory instead, as LMDB and
-    /// libmdbx do. Lacking permission to write the lock file (another
+    /// read-only file system (`EROFS`) is the reader table kept in this
+    /// process's memory instead, as LMDB and libmdbx do; since the same
+    /// files may be writable through another mount, the open then fails if
+    /// the environment is open elsewhere, and otherwise holds off writers
+    /// (they wait) until this `Env` closes. Lacking permission to write the lock file (another
     /// user, a container given the volume read-only) is an error
     /// ([`Error::Io`] from opening the lock file), not a private table: a
     /// writer elsewhere would not see this process's readers and would
@@ -510,12 +512,13 @@ impl Env {
             ));
         }
         let (lock, opened) = if o.no_lock {
-            (LockFile::private(o.max_readers)?, Opened::First(None))
+            (LockFile::private(o.max_readers, None)?, Opened::First(None))
         } else {
             match LockFile::open(&lock_path, o.max_readers, o.exclusive) {
-                Err(Error::Io { source, .. }) if o.read_only && lock_on_read_only_fs(&source) => {
-                    (LockFile::private(o.max_readers)?, Opened::First(None))
-                }
+                Err(Error::Io { source, .. }) if o.read_only && lock_on_read_only_fs(&source) => (
+                    LockFile::private(o.max_readers, Some(&lock_path))?,
+                    Opened::First(None),
+                ),
                 Err(Error::Io { source, .. }) if permission_denied(&source) => {
                     return Err(Error::Io {
                         op: "open lock file for writing (every opener, read-only too, \

@@ -98,12 +98,12 @@ impl Env {
         let Some(c) = chosen else {
             return Err(last_err.unwrap_or_else(|| Error::corrupted(0, "no valid meta page")));
         };
-        let steady = order
+        let found_steady = order
             .iter()
             .filter(|f| f.meta.txnid <= c.meta.txnid && f.meta.flags & meta::STEADY != 0)
             .find(|f| !rejected.contains(&f.slot))
-            .copied()
-            .unwrap_or(c);
+            .copied();
+        let writable = !self.read_only && !self.lock.is_private();
         if !rejected.is_empty() && !self.read_only {
             let mut buf = vec![0u8; self.page_size as usize];
             c.meta.encode(&mut buf);
@@ -114,6 +114,26 @@ impl Env {
                 )?;
             }
         }
+        // No steady meta at or below the chosen one survives: the chosen
+        // one becomes the durable commit, so it must be written steady (a
+        // copy in another slot, made durable by the sync below), or a
+        // reboot would reject it after writers reused older pages.
+        let made_steady = match found_steady {
+            None if writable && c.meta.flags & meta::STEADY == 0 => {
+                let slot = rejected.first().copied().unwrap_or((c.slot + 1) % 3);
+                let mut m = c.meta;
+                m.flags = meta::STEADY;
+                let mut buf = vec![0u8; self.page_size as usize];
+                m.encode(&mut buf);
+                self.file.write_at(
+                    &buf[..META_LEN],
+                    u64::from(slot) * u64::from(self.page_size),
+                )?;
+                Some(Found { slot, meta: m })
+            }
+            _ => None,
+        };
+        let steady = found_steady.or(made_steady.as_ref()).unwrap_or(c);
         if !self.lock.is_private() {
             // What a dead process wrote but never synced is durable only
             // from here: without this, a meta that never reached the disk

@@ -212,6 +212,9 @@ pub(crate) struct LockFile {
     ptr: NonNull<u8>,
     len: usize,
     pub(super) slots: u32,
+    /// A private table's read-only handle on the lock file, holding a
+    /// shared lock on the writer byte (see [`LockFile::private`]).
+    _guard: Option<File>,
     /// Serialises this environment's claims and reclaims of reader slots:
     /// its threads share one open file description, whose slot locks do
     /// not exclude each other.
@@ -354,6 +357,7 @@ impl LockFile {
         register_lock(fd, ptr.as_ptr(), len);
         let lock = LockFile {
             file: Some(file),
+            _guard: None,
             ptr,
             len,
             slots,
@@ -380,11 +384,24 @@ impl LockFile {
     }
 
     /// A table in private anonymous memory, for a read-only environment
-    /// whose lock file cannot be opened for writing (a read-only file
-    /// system, or no permission). Nothing can write the database then, so
-    /// no process needs to see this one's readers. The caller publishes the
-    /// snapshot, as a first opener does.
-    pub(crate) fn private(max_readers: u32) -> Result<LockFile> {
+    /// whose lock file is on a read-only file system, or that was opened
+    /// with `no_lock`. The caller publishes the snapshot, as a first opener
+    /// does.
+    ///
+    /// A read-only mount does not prove that nothing writes: the same
+    /// directory may be writable through another mount (a container given
+    /// a volume read-only). So when the lock file exists (`guard_path`),
+    /// it is opened read-only: if another opener holds its liveness lock,
+    /// the environment is live elsewhere and this one could not register
+    /// its readers there, so the open fails; otherwise this `Env` holds a
+    /// shared lock on the writer byte for its life, and a writer that
+    /// starts elsewhere waits until it closes. Without a lock file nothing
+    /// can be checked (`no_lock` promises there is no writer).
+    pub(crate) fn private(max_readers: u32, guard_path: Option<&Path>) -> Result<LockFile> {
+        let guard = match guard_path {
+            Some(path) => guard_read_only(path)?,
+            None => None,
+        };
         let len = HEADER + SLOT * max_readers as usize;
         // SAFETY: a fresh private anonymous read-write mapping of `len`
         // bytes (zero-filled), owned by the returned value alone.
@@ -405,6 +422,7 @@ impl LockFile {
             .ok_or_else(|| Error::io("mmap lock", std::io::Error::other("null mapping")))?;
         let lock = LockFile {
             file: None,
+            _guard: guard,
             ptr,
             len,
             slots: max_readers,
@@ -660,6 +678,32 @@ impl Drop for LockFile {
         // reference into it outlives `self`.
         unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, self.len) };
     }
+}
+
+/// For a private table on a read-only mount: the lock file opened
+/// read-only with a shared lock on the writer byte, or `None` if there is
+/// no lock file. `Busy`-like refusal (an `Io` error) when another opener
+/// holds the liveness byte: the environment is open where its lock file is
+/// writable, and a writer there would not see this opener's readers.
+fn guard_read_only(path: &Path) -> Result<Option<File>> {
+    let f = match OpenOptions::new().read(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io("open lock file read-only", e)),
+    };
+    let fd = f.as_raw_fd();
+    if ofd_held(fd, 1)? {
+        return Err(Error::Io {
+            op: "open lock file: it is on a read-only file system, but the environment is \
+                 open elsewhere (a writable mount of the same files), where writers could \
+                 not see this opener's readers",
+            source: std::io::Error::from_raw_os_error(libc::EROFS),
+        });
+    }
+    // Writers elsewhere wait for this reader to close (a read lock needs
+    // only read access).
+    ofd_lock(fd, 0, libc::F_RDLCK, true)?;
+    Ok(Some(f))
 }
 
 /// Reads the slot count of an existing lock file's header.
