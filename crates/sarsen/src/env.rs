@@ -634,7 +634,11 @@ impl Env {
 
     /// Starts a read transaction on the newest commit. Wait-free: no lock,
     /// no system call, no allocation (the thread's reader slot is reused).
-    /// Any number may be open at once, in any threads.
+    /// Any number may be open at once, in any threads. The one exception
+    /// is a writer that died half-way through publishing a commit: the
+    /// first reader or writer that can take the writer lock then repairs
+    /// the snapshot from the meta pages, which costs an `fdatasync` (and,
+    /// after a failed sync, a verification of every page).
     ///
     /// # Errors
     ///
@@ -642,8 +646,7 @@ impl Env {
     /// [`Error::Forked`] in a `fork()` child of the process that opened
     /// the environment; [`Error::Corrupted`] if the published snapshot
     /// stays half-written for 10 s while a live writer holds the writer
-    /// lock (a writer that died publishing is repaired at once, by the
-    /// first reader or writer that can take the writer lock).
+    /// lock; errors of the repair above.
     pub fn read_txn(&self) -> Result<RoTxn<'_>> {
         RoTxn::begin(self)
     }
