@@ -1,0 +1,140 @@
+//! LMDB's own test programs (`mtest*.c`, from the LMDB source the
+//! `lmdb-master-sys` crate brings into the cargo registry) and our abuse
+//! program, compiled unchanged against `include/lmdb.h` with `cc`, linked
+//! to the `liblmdb.so` cargo built for this test run, and run in a
+//! temporary directory. Skipped (with a message) when `cc` or the LMDB
+//! source is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The directory of LMDB's C sources in the cargo registry.
+fn lmdb_src() -> Option<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let mut found: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
+        .ok()?
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("lmdb-master-sys-"))
+        .map(|e| e.path().join("lmdb/libraries/liblmdb"))
+        .filter(|p| p.join("mtest.c").exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// The directory holding the `liblmdb.so` of this build (the test binary
+/// runs from `<target>/<profile>/deps`; cargo builds the library's
+/// `cdylib` there before the tests).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    if !dir.join("liblmdb.so").exists() {
+        // Not built by this run (an unusual cargo invocation): build it.
+        let target = dir.parent().unwrap();
+        let st = Command::new(env!("CARGO"))
+            .args(["build", "-p", "sarsen-lmdb"])
+            .env("CARGO_TARGET_DIR", target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    assert!(dir.join("liblmdb.so").exists(), "no liblmdb.so in {}", dir.display());
+    dir
+}
+
+fn have_cc() -> bool {
+    Command::new("cc").arg("--version").output().is_ok()
+}
+
+/// Compiles `src` against our header and library into `out`.
+fn compile(src: &Path, out: &Path) {
+    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let lib = lib_dir();
+    let o = Command::new("cc")
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .arg("-I")
+        .arg(&inc)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-llmdb", "-lpthread", "-ldl", "-lm"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cc {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Compiles and runs `src` in a fresh directory holding an empty `testdb`
+/// (and `testdb2`); asserts it exits 0.
+fn run(src: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("prog");
+    compile(src, &exe);
+    std::fs::create_dir(dir.path().join("testdb")).unwrap();
+    std::fs::create_dir(dir.path().join("testdb2")).unwrap();
+    let o = Command::new(&exe).current_dir(dir.path()).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{} exited with {:?}\nstdout:\n{}\nstderr:\n{}",
+        src.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn mtest(name: &str) {
+    if !have_cc() {
+        eprintln!("skipping {name}: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping {name}: LMDB's sources (lmdb-master-sys) are not in the cargo registry");
+        return;
+    };
+    run(&src.join(name));
+}
+
+#[test]
+fn mtest_c() {
+    mtest("mtest.c");
+}
+
+#[test]
+fn mtest2_c() {
+    mtest("mtest2.c");
+}
+
+#[test]
+fn mtest3_c() {
+    mtest("mtest3.c");
+}
+
+#[test]
+fn mtest4_c() {
+    mtest("mtest4.c");
+}
+
+#[test]
+fn mtest5_c() {
+    mtest("mtest5.c");
+}
+
+#[test]
+fn abuse_c() {
+    if !have_cc() {
+        eprintln!("skipping abuse.c: no C compiler (cc)");
+        return;
+    }
+    run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/abuse.c"));
+}
