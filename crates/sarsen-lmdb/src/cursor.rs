@@ -150,7 +150,11 @@ unsafe fn parts<'a>(p: *mut MDB_cursor) -> CResult<(&'a mut MDB_cursor, &'a mut 
 ///
 /// `txn` is a live transaction handle; `cursor` NULL (`EINVAL`) or writable.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_cursor_open(txn: *mut MDB_txn, dbi: MDB_dbi, cursor: *mut *mut MDB_cursor) -> c_int {
+pub unsafe extern "C" fn mdb_cursor_open(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cursor: *mut *mut MDB_cursor,
+) -> c_int {
     guard(|| {
         if cursor.is_null() {
             return libc::EINVAL;
@@ -310,7 +314,13 @@ unsafe fn input<'b>(p: *const MDB_val) -> CResult<&'b [u8]> {
 /// # Safety
 ///
 /// As [`mdb_cursor_get`].
-unsafe fn get(c: &mut MDB_cursor, t: &mut MDB_txn, key: *mut MDB_val, data: *mut MDB_val, op: c_int) -> CResult<()> {
+unsafe fn get(
+    c: &mut MDB_cursor,
+    t: &mut MDB_txn,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> CResult<()> {
     let v = t.view()?;
     let mut sc = v.cursor(c.db).map_err(err)?;
     let saved_key = c.key.clone();
@@ -327,7 +337,9 @@ unsafe fn get(c: &mut MDB_cursor, t: &mut MDB_txn, key: *mut MDB_val, data: *mut
                 _ => sc.next_nodup(),
             }
             .map_err(err)?,
-            Restored::Ahead(Some(e)) if op == MDB_NEXT_NODUP && same_key(&e) => sc.next_nodup().map_err(err)?,
+            Restored::Ahead(Some(e)) if op == MDB_NEXT_NODUP && same_key(&e) => {
+                sc.next_nodup().map_err(err)?
+            }
             Restored::Ahead(Some(e)) if op == MDB_NEXT_DUP && !same_key(&e) => None,
             Restored::Ahead(e) => e,
         },
@@ -379,7 +391,9 @@ unsafe fn get(c: &mut MDB_cursor, t: &mut MDB_txn, key: *mut MDB_val, data: *mut
             } else {
                 // LMDB compares the one value bytewise.
                 match sc.seek(k).map_err(err)? {
-                    Some(e) if e.0 == k && (e.1 == d || (op == MDB_GET_BOTH_RANGE && d <= e.1)) => Some(e),
+                    Some(e) if e.0 == k && (e.1 == d || (op == MDB_GET_BOTH_RANGE && d <= e.1)) => {
+                        Some(e)
+                    }
                     _ => None,
                 }
             };
@@ -471,7 +485,13 @@ pub unsafe extern "C" fn mdb_cursor_put(
 /// # Safety
 ///
 /// As [`mdb_cursor_put`], with `key` and `data` non-NULL.
-unsafe fn cursor_put(c: &mut MDB_cursor, t: &mut MDB_txn, key: *mut MDB_val, data: *mut MDB_val, flags: c_uint) -> CResult<()> {
+unsafe fn cursor_put(
+    c: &mut MDB_cursor,
+    t: &mut MDB_txn,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> CResult<()> {
     let (db, dup) = (c.db, c.dup);
     let w = t.rw()?;
     if flags & MDB_MULTIPLE != 0 {

@@ -54,7 +54,12 @@ fn options(flags: c_uint, int_key: KeyOrder, int_dup: KeyOrder) -> DbOptions {
     o
 }
 
-fn open_once(t: &mut MDB_txn, name: Option<&str>, flags: c_uint, o: &DbOptions) -> CResult<Database> {
+fn open_once(
+    t: &mut MDB_txn,
+    name: Option<&str>,
+    flags: c_uint,
+    o: &DbOptions,
+) -> CResult<Database> {
     match t.state.as_mut() {
         Some(State::Ro(r)) => r.open_db_with(name, o).map_err(err)?.ok_or(MDB_NOTFOUND),
         _ => {
@@ -179,7 +184,11 @@ fn order_flags(o: &KeyOrder, reverse: c_uint, integer: c_uint) -> c_uint {
 ///
 /// `txn` is a live transaction handle; `flags` NULL (`EINVAL`) or writable.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_dbi_flags(txn: *mut MDB_txn, dbi: MDB_dbi, flags: *mut c_uint) -> c_int {
+pub unsafe extern "C" fn mdb_dbi_flags(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    flags: *mut c_uint,
+) -> c_int {
     if flags.is_null() {
         return libc::EINVAL;
     }
@@ -187,7 +196,11 @@ pub unsafe extern "C" fn mdb_dbi_flags(txn: *mut MDB_txn, dbi: MDB_dbi, flags: *
     unsafe {
         with_db(txn, dbi, |t, db| {
             let v = t.view()?;
-            let mut f = order_flags(&v.key_order(db).map_err(err)?, MDB_REVERSEKEY, MDB_INTEGERKEY);
+            let mut f = order_flags(
+                &v.key_order(db).map_err(err)?,
+                MDB_REVERSEKEY,
+                MDB_INTEGERKEY,
+            );
             if let Some(d) = v.dup_mode(db).map_err(err)? {
                 f |= MDB_DUPSORT | order_flags(&d.order, MDB_REVERSEDUP, MDB_INTEGERDUP);
                 if d.fixed {
@@ -395,7 +408,13 @@ pub unsafe extern "C" fn mdb_del(
 /// # Safety
 ///
 /// As [`mdb_cmp`].
-unsafe fn compare(txn: *mut MDB_txn, dbi: MDB_dbi, a: *const MDB_val, b: *const MDB_val, dup: bool) -> c_int {
+unsafe fn compare(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+    dup: bool,
+) -> c_int {
     if a.is_null() || b.is_null() {
         return 0;
     }
@@ -427,7 +446,12 @@ unsafe fn compare(txn: *mut MDB_txn, dbi: MDB_dbi, a: *const MDB_val, b: *const 
 /// `txn` is a live transaction handle; `a` and `b` point to `MDB_val`s
 /// describing readable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_cmp(txn: *mut MDB_txn, dbi: MDB_dbi, a: *const MDB_val, b: *const MDB_val) -> c_int {
+pub unsafe extern "C" fn mdb_cmp(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { compare(txn, dbi, a, b, false) }
 }
@@ -439,7 +463,12 @@ pub unsafe extern "C" fn mdb_cmp(txn: *mut MDB_txn, dbi: MDB_dbi, a: *const MDB_
 ///
 /// As [`mdb_cmp`].
 #[no_mangle]
-pub unsafe extern "C" fn mdb_dcmp(txn: *mut MDB_txn, dbi: MDB_dbi, a: *const MDB_val, b: *const MDB_val) -> c_int {
+pub unsafe extern "C" fn mdb_dcmp(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { compare(txn, dbi, a, b, true) }
 }
@@ -467,7 +496,11 @@ pub unsafe extern "C" fn mdb_set_relfunc(
 ///
 /// `txn` is a live transaction handle.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_set_relctx(txn: *mut MDB_txn, dbi: MDB_dbi, ctx: *mut c_void) -> c_int {
+pub unsafe extern "C" fn mdb_set_relctx(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    ctx: *mut c_void,
+) -> c_int {
     let _ = ctx;
     // SAFETY: forwarded contract.
     unsafe { with_db(txn, dbi, |_, _| Ok(())) }

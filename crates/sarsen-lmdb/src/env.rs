@@ -195,8 +195,7 @@ pub unsafe extern "C" fn mdb_env_open(
             Ok(h) => h,
             Err(e) => return e,
         };
-        if path.is_null() || flags & !OPEN_FLAGS != 0 || !h.env.load(Ordering::Acquire).is_null()
-        {
+        if path.is_null() || flags & !OPEN_FLAGS != 0 || !h.env.load(Ordering::Acquire).is_null() {
             return libc::EINVAL;
         }
         // SAFETY: non-NULL and NUL-terminated per the contract.
@@ -299,7 +298,10 @@ unsafe fn with_env(env: *const MDB_env, f: impl FnOnce(&MDB_env, &Env) -> CResul
 /// # Safety
 ///
 /// As [`env_ref`].
-unsafe fn with_cfg(env: *const MDB_env, f: impl FnOnce(&MDB_env, &mut Config) -> CResult<()>) -> c_int {
+unsafe fn with_cfg(
+    env: *const MDB_env,
+    f: impl FnOnce(&MDB_env, &mut Config) -> CResult<()>,
+) -> c_int {
     guard(|| {
         // SAFETY: checked by `env_ref`.
         let h = match unsafe { env_ref(env) } {
@@ -512,11 +514,19 @@ pub unsafe extern "C" fn mdb_env_get_path(env: *mut MDB_env, path: *mut *const c
 ///
 /// `env` is a handle from [`mdb_env_create`].
 #[no_mangle]
-pub unsafe extern "C" fn mdb_env_set_flags(env: *mut MDB_env, flags: c_uint, onoff: c_int) -> c_int {
+pub unsafe extern "C" fn mdb_env_set_flags(
+    env: *mut MDB_env,
+    flags: c_uint,
+    onoff: c_int,
+) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
         with_cfg(env, |h, c| {
-            let allowed = if is_open(h) { RUNTIME_FLAGS } else { OPEN_FLAGS };
+            let allowed = if is_open(h) {
+                RUNTIME_FLAGS
+            } else {
+                OPEN_FLAGS
+            };
             if flags & !allowed != 0 {
                 return Err(libc::EINVAL);
             }
@@ -637,12 +647,18 @@ pub unsafe extern "C" fn mdb_env_copy(env: *mut MDB_env, path: *const c_char) ->
 ///
 /// `env` is a handle; `path` is NULL (`EINVAL`) or NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_env_copy2(env: *mut MDB_env, path: *const c_char, flags: c_uint) -> c_int {
+pub unsafe extern "C" fn mdb_env_copy2(
+    env: *mut MDB_env,
+    path: *const c_char,
+    flags: c_uint,
+) -> c_int {
     if path.is_null() || flags & !MDB_CP_COMPACT != 0 {
         return libc::EINVAL;
     }
     // SAFETY: non-NULL and NUL-terminated per the contract.
-    let p = PathBuf::from(OsStr::from_bytes(unsafe { CStr::from_ptr(path) }.to_bytes()));
+    let p = PathBuf::from(OsStr::from_bytes(
+        unsafe { CStr::from_ptr(path) }.to_bytes(),
+    ));
     // SAFETY: forwarded contract.
     unsafe {
         with_env(env, |_, e| {

@@ -35,9 +35,12 @@ pub mod txn;
 use std::ffi::{c_char, c_int};
 
 pub use consts::*;
-pub use cursor::MDB_cursor;
-pub use env::MDB_env;
-pub use txn::MDB_txn;
+pub use cursor::*;
+pub use dbi::*;
+pub use env::*;
+pub use error::{mdb_strerror, mdb_version};
+pub use stubs::*;
+pub use txn::*;
 
 /// A byte string: a key or a value (LMDB's `MDB_val`).
 #[repr(C)]

@@ -36,7 +36,11 @@ pub unsafe extern "C" fn mdb_env_copyfd(env: *mut MDB_env, fd: c_int) -> c_int {
 ///
 /// Always safe; `unsafe` as every function of the C API.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: libc::c_uint) -> c_int {
+pub unsafe extern "C" fn mdb_env_copyfd2(
+    env: *mut MDB_env,
+    fd: c_int,
+    flags: libc::c_uint,
+) -> c_int {
     let _ = (env, fd, flags);
     libc::ENOTSUP
 }
@@ -49,7 +53,11 @@ pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: li
 ///
 /// Always safe; `unsafe` as every function of the C API.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_set_compare(txn: *mut MDB_txn, dbi: MDB_dbi, cmp: Option<MDB_cmp_func>) -> c_int {
+pub unsafe extern "C" fn mdb_set_compare(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cmp: Option<MDB_cmp_func>,
+) -> c_int {
     let _ = (txn, dbi, cmp);
     libc::ENOTSUP
 }
@@ -60,7 +68,11 @@ pub unsafe extern "C" fn mdb_set_compare(txn: *mut MDB_txn, dbi: MDB_dbi, cmp: O
 ///
 /// Always safe; `unsafe` as every function of the C API.
 #[no_mangle]
-pub unsafe extern "C" fn mdb_set_dupsort(txn: *mut MDB_txn, dbi: MDB_dbi, cmp: Option<MDB_cmp_func>) -> c_int {
+pub unsafe extern "C" fn mdb_set_dupsort(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cmp: Option<MDB_cmp_func>,
+) -> c_int {
     let _ = (txn, dbi, cmp);
     libc::ENOTSUP
 }

@@ -381,4 +381,3 @@ pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
         }) as usize
     })
 }
-

@@ -17,7 +17,11 @@ fn lmdb_src() -> Option<PathBuf> {
         .ok()?
         .flatten()
         .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("lmdb-master-sys-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("lmdb-master-sys-")
+        })
         .map(|e| e.path().join("lmdb/libraries/liblmdb"))
         .filter(|p| p.join("mtest.c").exists())
         .collect();
@@ -25,25 +29,37 @@ fn lmdb_src() -> Option<PathBuf> {
     found.pop()
 }
 
-/// The directory holding the `liblmdb.so` of this build (the test binary
-/// runs from `<target>/<profile>/deps`; cargo builds the library's
-/// `cdylib` there before the tests).
+/// The directory holding a `liblmdb.so` built from the current sources.
+/// `cargo test` builds the library only as an rlib for the tests, so this
+/// runs `cargo build -p sarsen-lmdb` (a no-op when up to date) into the
+/// same target directory (the test binary runs from
+/// `<target>/<profile>/deps`) and returns `<target>/debug`.
 fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    if !dir.join("liblmdb.so").exists() {
-        // Not built by this run (an unusual cargo invocation): build it.
-        let target = dir.parent().unwrap();
-        let st = Command::new(env!("CARGO"))
-            .args(["build", "-p", "sarsen-lmdb"])
-            .env("CARGO_TARGET_DIR", target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-    assert!(dir.join("liblmdb.so").exists(), "no liblmdb.so in {}", dir.display());
-    dir
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let target = exe.parent().unwrap().parent().unwrap().parent().unwrap();
+            let o = Command::new(env!("CARGO"))
+                .args(["build", "-p", "sarsen-lmdb"])
+                .env("CARGO_TARGET_DIR", target)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "cargo build -p sarsen-lmdb failed:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let dir = target.join("debug");
+            assert!(
+                dir.join("liblmdb.so").exists(),
+                "no liblmdb.so in {}",
+                dir.display()
+            );
+            dir
+        })
+        .clone()
 }
 
 fn have_cc() -> bool {
@@ -99,7 +115,9 @@ fn mtest(name: &str) {
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping {name}: LMDB's sources (lmdb-master-sys) are not in the cargo registry");
+        eprintln!(
+            "skipping {name}: LMDB's sources (lmdb-master-sys) are not in the cargo registry"
+        );
         return;
     };
     run(&src.join(name));
