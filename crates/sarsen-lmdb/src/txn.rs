@@ -26,7 +26,7 @@ use crate::{guard, guard_or, CResult};
 /// What a transaction handle holds.
 pub(crate) enum State {
     /// A read transaction.
-    Ro(RoTxn<'static>),
+    Ro(Box<RoTxn<'static>>),
     /// A read transaction after `mdb_txn_reset`.
     Reset(InactiveRoTxn<'static>),
     /// A top-level write transaction.
@@ -196,7 +196,7 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
         let child: NestedTxn<'static, 'static> = unsafe { std::mem::transmute(child) };
         State::Nested(Box::new(child))
     } else if rdonly {
-        State::Ro(e.read_txn().map_err(|e| to_code(&e))?)
+        State::Ro(Box::new(e.read_txn().map_err(|e| to_code(&e))?))
     } else {
         State::Rw(Box::new(e.write_txn().map_err(|e| to_code(&e))?))
     };
@@ -308,7 +308,7 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
         };
         if let Some(State::Ro(_)) = t.state {
             if let Some(State::Ro(r)) = t.state.take() {
-                t.state = Some(State::Reset(r.reset()));
+                t.state = Some(State::Reset((*r).reset()));
             }
         }
     })
@@ -330,7 +330,7 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
         match t.state.take() {
             Some(State::Reset(i)) => match i.renew() {
                 Ok(r) => {
-                    t.state = Some(State::Ro(r));
+                    t.state = Some(State::Ro(Box::new(r)));
                     MDB_SUCCESS
                 }
                 Err(e) => to_code(&e),

@@ -90,6 +90,23 @@ fn compile(src: &Path, out: &Path) {
     );
 }
 
+/// Runs `exe` with `args` in `dir`; asserts exit 0; returns its stdout.
+fn sh(dir: &Path, exe: &Path, args: &[&str]) -> Vec<u8> {
+    let o = Command::new(exe)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{} {args:?} exited with {:?}\nstderr:\n{}",
+        exe.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
 /// Compiles and runs `src` in a fresh directory holding an empty `testdb`
 /// (and `testdb2`); asserts it exits 0.
 fn run(src: &Path) {
@@ -155,4 +172,65 @@ fn abuse_c() {
         return;
     }
     run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/abuse.c"));
+}
+
+/// LMDB's tools `mdb_stat`, `mdb_dump`, `mdb_load`, `mdb_copy` and
+/// `mdb_drop`, compiled unchanged, on databases written by `mtest.c`
+/// (main database) and `mtest3.c` (a DUPSORT named database): each exits
+/// 0, and dump | load | dump gives the first dump back.
+#[test]
+fn lmdb_tools() {
+    if !have_cc() {
+        eprintln!("skipping the LMDB tools: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping the LMDB tools: LMDB's sources are not in the cargo registry");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tool = |name: &str| {
+        let exe = d.join(name);
+        compile(&src.join(format!("{name}.c")), &exe);
+        exe
+    };
+    let (mtest, mtest3) = (tool("mtest"), tool("mtest3"));
+    let (stat, dump, load, copy, drop) = (
+        tool("mdb_stat"),
+        tool("mdb_dump"),
+        tool("mdb_load"),
+        tool("mdb_copy"),
+        tool("mdb_drop"),
+    );
+    std::fs::create_dir(d.join("testdb")).unwrap();
+    sh(d, &mtest, &[]);
+    let st = String::from_utf8(sh(d, &stat, &["-e", "testdb"])).unwrap();
+    assert!(st.contains("Entries:"), "{st}");
+    // Round trip of the main database.
+    let d1 = sh(d, &dump, &["testdb"]);
+    std::fs::write(d.join("d1"), &d1).unwrap();
+    std::fs::create_dir(d.join("loaded")).unwrap();
+    sh(d, &load, &["-f", "d1", "loaded"]);
+    assert_eq!(sh(d, &dump, &["loaded"]), d1);
+    // Copies, plain and compacting.
+    sh(d, &copy, &["testdb", "copy"]);
+    assert_eq!(sh(d, &dump, &["copy"]), d1);
+    sh(d, &copy, &["-c", "testdb", "copyc"]);
+    assert_eq!(sh(d, &dump, &["copyc"]), d1);
+    // Drop empties the main database.
+    sh(d, &drop, &["loaded"]);
+    let st = String::from_utf8(sh(d, &stat, &["loaded"])).unwrap();
+    assert!(st.contains("Entries: 0"), "{st}");
+    // A DUPSORT named database, by name.
+    let d3 = d.join("t3");
+    std::fs::create_dir_all(d3.join("testdb")).unwrap();
+    sh(&d3, &mtest3, &[]);
+    let a = sh(&d3, &dump, &["-s", "id2", "testdb"]);
+    assert!(String::from_utf8_lossy(&a).contains("dupsort=1"));
+    std::fs::write(d3.join("a"), &a).unwrap();
+    std::fs::create_dir(d3.join("loaded")).unwrap();
+    sh(&d3, &load, &["-f", "a", "-s", "id2", "loaded"]);
+    assert_eq!(sh(&d3, &dump, &["-s", "id2", "loaded"]), a);
+    sh(&d3, &drop, &["-d", "-s", "id2", "loaded"]);
 }
