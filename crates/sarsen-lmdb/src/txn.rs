@@ -218,7 +218,7 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
 }
 
 /// Ends transaction `t` (committing if `commit`) and frees its handle,
-/// after ending its child. Read-transaction cursors are detached (they
+/// after ending its child (committing it too if `commit`). Read-transaction cursors are detached (they
 /// stay valid for `mdb_cursor_renew`/`mdb_cursor_close`); write-transaction
 /// cursors are freed, as in LMDB.
 ///
@@ -231,10 +231,11 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
     let mut b = unsafe { Box::from_raw(t) };
     let mut rc = MDB_SUCCESS;
     if !b.child.is_null() {
+        // As LMDB: committing a parent commits its child first (and fails
+        // if that fails); aborting it aborts the child.
         // SAFETY: a child is live while its parent's `child` points to it.
-        unsafe { end(b.child, false) };
+        rc = unsafe { end(b.child, commit) };
         b.child = ptr::null_mut();
-        rc = if commit { MDB_BAD_TXN } else { rc };
     }
     for c in std::mem::take(&mut b.cursors) {
         // SAFETY: cursors in the list are live and belong to this txn.
@@ -253,8 +254,9 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
         }
         s => drop(s),
     }
-    if !b.parent.is_null() {
-        // SAFETY: a parent outlives its child (ending it ends the child first).
+    // A parent being ended is unregistered already and drops its pointer itself.
+    if handles::is_live(b.parent, Kind::Txn) {
+        // SAFETY: a live parent outlives its child.
         unsafe { (*b.parent).child = ptr::null_mut() };
     }
     b.envh().live_txns.fetch_sub(1, Ordering::AcqRel);

@@ -271,7 +271,14 @@ fn nested_reset_renew() {
         let mut v = empty();
         assert_eq!(mdb_get(t, dbi, &mut val(b"c1"), &mut v), MDB_NOTFOUND);
         ok(mdb_get(t, dbi, &mut val(b"c2"), &mut v));
+        // Committing a parent commits its live child first (as LMDB).
+        ok(mdb_txn_begin(f.env, t, 0, &mut child));
+        ok(put(child, dbi, b"c3", b"1", 0));
         ok(mdb_txn_commit(t));
+        assert_eq!(mdb_txn_commit(child), libc::EINVAL); // freed with its parent
+        let r0 = f.txn(MDB_RDONLY);
+        ok(mdb_get(r0, dbi, &mut val(b"c3"), &mut v));
+        mdb_txn_abort(r0);
 
         let r = f.txn(MDB_RDONLY);
         let id = mdb_txn_id(r);
