@@ -54,7 +54,7 @@ pub const MDB_NOOVERWRITE: c_uint = 0x10;
 pub const MDB_NODUPDATA: c_uint = 0x20;
 /// Put flag: replace the pair under the cursor.
 pub const MDB_CURRENT: c_uint = 0x40;
-/// Put flag: reserve space for the value (not yet supported).
+/// Put flag: reserve space for the value, filled by the program.
 pub const MDB_RESERVE: c_uint = 0x10000;
 /// Put flag: the key sorts after every key already there.
 pub const MDB_APPEND: c_uint = 0x20000;

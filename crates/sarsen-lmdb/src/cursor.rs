@@ -15,7 +15,7 @@ use std::ptr;
 use sarsen::{Cursor, Database, Entry};
 
 use crate::consts::*;
-use crate::dbi::{is_dup, put};
+use crate::dbi::{is_dup, put, reserve};
 use crate::error::to_code;
 use crate::handles::{self, Kind};
 use crate::txn::{txn_mut, MDB_txn};
@@ -454,7 +454,7 @@ unsafe fn get(
 /// with `mdb_put`'s flags plus `MDB_CURRENT` (replace the value under the
 /// cursor; `key` is then ignored) and `MDB_MULTIPLE` (DUPFIXED: `data[0]`
 /// gives the size and address of packed values, `data[1].mv_size` their
-/// count, set to the number stored).
+/// count, set to the number stored), `MDB_RESERVE` as `mdb_put`.
 ///
 /// # Safety
 ///
@@ -512,7 +512,7 @@ unsafe fn cursor_put(
                 // SAFETY: `count` values of `size` bytes per the contract.
                 mv_data: unsafe { (d0.mv_data as *mut u8).add(i * size) }.cast(),
             };
-            if let Err(e) = put(w, db, dup, &k, &mut one, rest) {
+            if let Err(e) = put(w, db, dup, &k, &mut one, rest & !MDB_RESERVE) {
                 d1.mv_size = done;
                 return Err(e);
             }
@@ -536,19 +536,25 @@ unsafe fn cursor_put(
         if dup {
             w.delete_dup(db, &ck, &c.val).map_err(err)?;
         }
-        put(w, db, dup, &ck, d, flags & !MDB_CURRENT)?;
+        let buf = put(w, db, dup, &ck, d, flags & !MDB_CURRENT)?;
         // SAFETY: per the contract.
         c.val = unsafe { MDB_val::bytes(d) }.to_vec();
+        if let Some(buf) = buf {
+            reserve(t, db, &ck, d, buf);
+        }
         return Ok(());
     }
     let r = put(w, db, dup, &k, d, flags);
-    if r.is_ok() || r == Err(MDB_KEYEXIST) {
-        c.key = k;
+    if matches!(r, Ok(_) | Err(MDB_KEYEXIST)) {
         // SAFETY: per the contract (or the stored value, on MDB_KEYEXIST).
         c.val = unsafe { MDB_val::bytes(d) }.to_vec();
         c.pos = Pos::At;
+        c.key.clone_from(&k);
     }
-    r
+    if let Some(buf) = r? {
+        reserve(t, db, &k, d, buf);
+    }
+    Ok(())
 }
 
 /// Deletes the pair under the cursor (`mdb_cursor_del`), or with

@@ -298,9 +298,21 @@ pub(crate) fn put(
     key: &[u8],
     data: &mut MDB_val,
     flags: c_uint,
-) -> CResult<()> {
+) -> CResult<Option<Vec<u8>>> {
     if flags & MDB_RESERVE != 0 {
-        return Err(libc::ENOTSUP);
+        // Put zeros now (so that size, order and NOOVERWRITE errors come
+        // from this call), hand the program a buffer, store it later.
+        if dup {
+            return Err(libc::EINVAL);
+        }
+        let zeros = vec![0u8; data.mv_size];
+        let mut z = MDB_val::of(&zeros);
+        let r = put(w, db, dup, key, &mut z, flags & !MDB_RESERVE);
+        if r == Err(MDB_KEYEXIST) {
+            *data = z;
+        }
+        r?;
+        return Ok(Some(zeros));
     }
     // SAFETY: the caller of the C function promises `data` describes
     // readable bytes.
@@ -311,12 +323,12 @@ pub(crate) fn put(
                 *data = MDB_val::of(old);
                 Err(MDB_KEYEXIST)
             }
-            None => Ok(()),
+            None => Ok(None),
         };
     }
     if dup && flags & MDB_NODUPDATA != 0 {
         return match w.put_no_dup_data(db, key, val).map_err(err)? {
-            true => Ok(()),
+            true => Ok(None),
             false => Err(MDB_KEYEXIST),
         };
     }
@@ -327,13 +339,23 @@ pub(crate) fn put(
     } else {
         w.put(db, key, val)
     };
-    r.map_err(err)
+    r.map_err(err).map(|()| None)
+}
+
+/// Records the buffer of an `MDB_RESERVE` put in `t` and points `*data` at it.
+pub(crate) fn reserve(t: &mut MDB_txn, db: Database, key: &[u8], data: &mut MDB_val, buf: Vec<u8>) {
+    let r = t.reserved.insert((db, key.to_vec(), buf));
+    *data = MDB_val {
+        mv_size: r.2.len(),
+        mv_data: r.2.as_mut_ptr().cast(),
+    };
 }
 
 /// Stores a key/value pair (`mdb_put`) with flags `MDB_NOOVERWRITE`,
 /// `MDB_NODUPDATA`, `MDB_APPEND`, `MDB_APPENDDUP`, `MDB_CURRENT`
-/// (treated as a plain put). `MDB_RESERVE` is not yet supported
-/// (`ENOTSUP`).
+/// (treated as a plain put), `MDB_RESERVE` (not in a DUPSORT database:
+/// `*data` gets a zeroed buffer of `mv_size` bytes to fill before the next
+/// call on the transaction, which stores it).
 ///
 /// # Safety
 ///
@@ -356,7 +378,10 @@ pub unsafe extern "C" fn mdb_put(
             let dup = is_dup(t, db)?;
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::bytes(&*key);
-            put(t.rw()?, db, dup, k, &mut *data, flags)
+            if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
+                reserve(t, db, k, &mut *data, buf);
+            }
+            Ok(())
         })
     }
 }

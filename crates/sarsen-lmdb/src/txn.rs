@@ -45,6 +45,10 @@ pub struct MDB_txn {
     /// Cursors opened in this transaction and not closed.
     pub(crate) cursors: Vec<*mut MDB_cursor>,
     pub(crate) rdonly: bool,
+    /// An `MDB_RESERVE` put whose value the program is still writing:
+    /// the database, the key, and the buffer handed out. Stored by the
+    /// next call on this transaction (or its commit).
+    pub(crate) reserved: Option<(Database, Vec<u8>, Vec<u8>)>,
 }
 
 /// Read access to a transaction of either kind.
@@ -125,6 +129,14 @@ impl MDB_txn {
         }
     }
 
+    /// Stores the value of a pending `MDB_RESERVE` put.
+    pub(crate) fn flush(&mut self) -> CResult<()> {
+        if let Some((db, k, v)) = self.reserved.take() {
+            self.rw()?.put(db, &k, &v).map_err(|e| to_code(&e))?;
+        }
+        Ok(())
+    }
+
     /// The Sarsen handle of `dbi`.
     pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<Database> {
         self.envh().db(dbi)
@@ -140,7 +152,9 @@ pub(crate) unsafe fn txn_mut<'a>(p: *mut MDB_txn) -> CResult<&'a mut MDB_txn> {
     handles::check(p, Kind::Txn)?;
     // SAFETY: registered: a live `Box<MDB_txn>` we gave out, used by one
     // thread at a time (LMDB's rule).
-    Ok(unsafe { &mut *p })
+    let t = unsafe { &mut *p };
+    t.flush()?;
+    Ok(t)
 }
 
 /// Begins a transaction (`mdb_txn_begin`): a read transaction with
@@ -206,6 +220,7 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
         child: ptr::null_mut(),
         state: Some(state),
         cursors: Vec::new(),
+        reserved: None,
         rdonly,
     }));
     if !parent.is_null() {
@@ -236,6 +251,11 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
         // SAFETY: a child is live while its parent's `child` points to it.
         rc = unsafe { end(b.child, commit) };
         b.child = ptr::null_mut();
+    }
+    if commit && rc == MDB_SUCCESS {
+        if let Err(e) = b.flush() {
+            rc = e;
+        }
     }
     for c in std::mem::take(&mut b.cursors) {
         // SAFETY: cursors in the list are live and belong to this txn.

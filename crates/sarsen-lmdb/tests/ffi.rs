@@ -131,6 +131,35 @@ fn put_get_del_and_flags() {
         let mut st = MDB_stat::default();
         ok(mdb_stat(t, dbi, &mut st));
         assert_eq!(st.ms_entries, 1);
+        // MDB_RESERVE: fill the buffer, the next call stores it.
+        let (mut k, mut v) = (
+            val(b"r"),
+            MDB_val {
+                mv_size: 3,
+                mv_data: ptr::null_mut(),
+            },
+        );
+        ok(mdb_put(t, dbi, &mut k, &mut v, MDB_RESERVE));
+        assert_eq!(bytes(&v), [0, 0, 0]);
+        std::ptr::copy_nonoverlapping(b"abc".as_ptr(), v.mv_data as *mut u8, 3);
+        ok(mdb_get(t, dbi, &mut val(b"r"), &mut out));
+        assert_eq!(bytes(&out), b"abc");
+        let mut v = MDB_val {
+            mv_size: 2,
+            mv_data: ptr::null_mut(),
+        };
+        assert_eq!(
+            mdb_put(
+                t,
+                dbi,
+                &mut val(b"r"),
+                &mut v,
+                MDB_RESERVE | MDB_NOOVERWRITE
+            ),
+            MDB_KEYEXIST
+        );
+        assert_eq!(bytes(&v), b"abc");
+        ok(mdb_del(t, dbi, &mut val(b"r"), ptr::null_mut()));
         let mut fl = 0;
         ok(mdb_dbi_flags(t, dbi, &mut fl));
         assert_eq!(fl, 0);
