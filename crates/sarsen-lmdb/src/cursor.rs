@@ -570,8 +570,18 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
         let r = (|| {
             // SAFETY: checked.
             let (c, t) = unsafe { parts(cursor) }?;
-            if c.pos != Pos::At || flags & !MDB_NODUPDATA != 0 {
+            if c.pos == Pos::Unset || flags & !MDB_NODUPDATA != 0 {
                 return Err(libc::EINVAL);
+            }
+            if c.pos == Pos::Deleted {
+                // As LMDB: the cursor stands on the pair after the one
+                // deleted, which goes now (`MDB_NOTFOUND` past the end).
+                let v = t.view()?;
+                let mut sc = v.cursor(c.db).map_err(err)?;
+                match c.restore(&mut sc)? {
+                    Restored::Ahead(Some(e)) | Restored::Exact(e) => c.save(e),
+                    _ => return Err(MDB_NOTFOUND),
+                }
             }
             let w = t.rw()?;
             let found = if c.dup && flags & MDB_NODUPDATA == 0 {
@@ -585,6 +595,17 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
                 c.val.clear();
             }
             c.pos = Pos::Deleted;
+            // As LMDB: a cursor that deleted a database's last pair is
+            // unpositioned (EINVAL for GET_CURRENT and del, not NOTFOUND).
+            if t.view()?
+                .cursor(c.db)
+                .map_err(err)?
+                .first()
+                .map_err(err)?
+                .is_none()
+            {
+                c.pos = Pos::Unset;
+            }
             if found {
                 Ok(())
             } else {
@@ -596,7 +617,7 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
 }
 
 /// The number of values of the key under the cursor (`mdb_cursor_count`;
-/// 1 without DUPSORT).
+/// `MDB_INCOMPATIBLE` without DUPSORT, as LMDB).
 ///
 /// # Safety
 ///
@@ -610,11 +631,16 @@ pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut 
         let r = (|| {
             // SAFETY: checked.
             let (c, t) = unsafe { parts(cursor) }?;
+            if !c.dup {
+                return Err(MDB_INCOMPATIBLE); // as LMDB
+            }
             let v = t.view()?;
             let mut sc = v.cursor(c.db).map_err(err)?;
             match c.restore(&mut sc)? {
                 Restored::Exact(_) => {}
-                _ => return Err(libc::EINVAL),
+                Restored::Unset => return Err(libc::EINVAL),
+                Restored::Ahead(Some(_)) => {}
+                Restored::Ahead(None) => return Err(MDB_NOTFOUND),
             }
             let n = sc.dup_count().map_err(err)?;
             // SAFETY: non-NULL, writable per the contract.

@@ -1,0 +1,215 @@
+/* A seeded random program over the LMDB API that prints the outcome of
+ * every call: built once against real LMDB and once against Sarsen's
+ * liblmdb, the two outputs must be equal (tests/c_programs.rs).
+ *
+ * Usage: diff SEED OPS. Runs in a directory holding an empty ./testdb.
+ * Only behaviour LMDB defines is compared: after a cursor move fails, or
+ * after a write that does not go through the cursor, the next cursor
+ * operation is an absolute one (FIRST, LAST, SET*, GET_BOTH*). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lmdb.h"
+
+static unsigned long long rng;
+static unsigned rnd(unsigned n)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (unsigned)((rng >> 33) % n);
+}
+
+#define CHECK(expr)                                                         \
+	do {                                                                    \
+		int rc_ = (expr);                                                   \
+		if (rc_) {                                                          \
+			fprintf(stderr, "%s: %s\n", #expr, mdb_strerror(rc_));          \
+			exit(2);                                                        \
+		}                                                                   \
+	} while (0)
+
+static char kbuf[32], vbuf[64];
+
+static MDB_val mkkey(void)
+{
+	MDB_val k;
+	k.mv_size = (size_t)sprintf(kbuf, "k%03u", rnd(40));
+	k.mv_data = kbuf;
+	return k;
+}
+
+static MDB_val mkval(int dup)
+{
+	MDB_val v;
+	if (dup) {
+		v.mv_size = (size_t)sprintf(vbuf, "v%02u", rnd(12));
+	} else {
+		unsigned n = 1 + rnd(40), i;
+		for (i = 0; i < n; i++)
+			vbuf[i] = (char)('a' + rnd(26));
+		v.mv_size = n;
+	}
+	v.mv_data = vbuf;
+	return v;
+}
+
+static void show(const char *what, int rc, const MDB_val *k, const MDB_val *v)
+{
+	printf("%s rc=%d", what, rc);
+	if (rc == 0 || rc == MDB_KEYEXIST) {
+		if (k)
+			printf(" k=%.*s", (int)k->mv_size, (char *)k->mv_data);
+		if (v)
+			printf(" v=%.*s", (int)v->mv_size, (char *)v->mv_data);
+	}
+	printf("\n");
+}
+
+static void dump(MDB_env *env, MDB_dbi dbi, const char *name)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k, v;
+	MDB_stat st;
+	int rc;
+	CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+	CHECK(mdb_cursor_open(txn, dbi, &c));
+	printf("dump %s:", name);
+	while ((rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) == 0)
+		printf(" %.*s=%.*s", (int)k.mv_size, (char *)k.mv_data, (int)v.mv_size, (char *)v.mv_data);
+	printf(" end=%d\n", rc);
+	mdb_cursor_close(c);
+	CHECK(mdb_stat(txn, dbi, &st));
+	printf("entries %s: %zu\n", name, (size_t)st.ms_entries);
+	mdb_txn_abort(txn);
+}
+
+static const MDB_cursor_op relative[] = {MDB_NEXT, MDB_PREV, MDB_GET_CURRENT, MDB_NEXT_DUP,
+	MDB_PREV_DUP, MDB_NEXT_NODUP, MDB_PREV_NODUP, MDB_FIRST_DUP, MDB_LAST_DUP};
+static const char *const relname[] = {"NEXT", "PREV", "GET_CURRENT", "NEXT_DUP",
+	"PREV_DUP", "NEXT_NODUP", "PREV_NODUP", "FIRST_DUP", "LAST_DUP"};
+
+/* Some cursor operations on dbi; dup says whether it is DUPSORT. */
+static void cursor_ops(MDB_txn *txn, MDB_dbi dbi, int dup, int write)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int positioned = 0, i, rc;
+	size_t n;
+	CHECK(mdb_cursor_open(txn, dbi, &c));
+	for (i = 0; i < 12; i++) {
+		unsigned r = positioned ? rnd(10) : rnd(4);
+		if (r == 0) {
+			rc = mdb_cursor_get(c, &k, &v, rnd(2) ? MDB_FIRST : MDB_LAST);
+			show("c.FIRST/LAST", rc, &k, &v);
+		} else if (r == 1) {
+			MDB_cursor_op op = rnd(3) == 0 ? MDB_SET : rnd(2) ? MDB_SET_KEY : MDB_SET_RANGE;
+			k = mkkey();
+			rc = mdb_cursor_get(c, &k, &v, op);
+			show(op == MDB_SET ? "c.SET" : op == MDB_SET_KEY ? "c.SET_KEY" : "c.SET_RANGE",
+				rc, op == MDB_SET ? NULL : &k, &v);
+		} else if (r == 2) {
+			if (!dup) {
+				rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+				show("c.FIRST", rc, &k, &v);
+			} else {
+				MDB_cursor_op op = rnd(2) ? MDB_GET_BOTH : MDB_GET_BOTH_RANGE;
+				k = mkkey();
+				v = mkval(1);
+				rc = mdb_cursor_get(c, &k, &v, op);
+				show(op == MDB_GET_BOTH ? "c.GET_BOTH" : "c.GET_BOTH_RANGE", rc, NULL, &v);
+			}
+		} else if (r == 3) {
+			rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+			show("c.LAST", rc, &k, &v);
+		} else if (r <= 7) {
+			unsigned j = rnd(dup ? 9 : 3);
+			rc = mdb_cursor_get(c, &k, &v, relative[j]);
+			show(relname[j], rc, &k, &v);
+		} else if (r == 8) {
+			rc = mdb_cursor_count(c, &n);
+			printf("count rc=%d n=%zu\n", rc, rc ? (size_t)0 : n);
+			continue;
+		} else {
+			if (!write)
+				continue;
+			if (rnd(2)) {
+				rc = mdb_cursor_del(c, dup && rnd(3) == 0 ? MDB_NODUPDATA : 0);
+				printf("c.del rc=%d\n", rc);
+				/* LMDB's state after a DUPSORT delete is buggy: re-seek. */
+				if (dup)
+					rc = 1;
+			} else {
+				k = mkkey();
+				v = mkval(dup);
+				rc = mdb_cursor_put(c, &k, &v, dup && rnd(2) ? MDB_NODUPDATA : 0);
+				show("c.put", rc, NULL, NULL);
+			}
+		}
+		positioned = rc == 0;
+	}
+	mdb_cursor_close(c);
+}
+
+int main(int argc, char **argv)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbs[2];
+	MDB_val k, v;
+	int ops, t, i, rc;
+	if (argc != 3)
+		return 2;
+	rng = strtoull(argv[1], NULL, 10);
+	ops = atoi(argv[2]);
+	CHECK(mdb_env_create(&env));
+	CHECK(mdb_env_set_maxdbs(env, 4));
+	CHECK(mdb_env_set_mapsize(env, 1 << 28));
+	CHECK(mdb_env_open(env, "./testdb", MDB_NOSYNC, 0664));
+	CHECK(mdb_txn_begin(env, NULL, 0, &txn));
+	CHECK(mdb_dbi_open(txn, "plain", MDB_CREATE, &dbs[0]));
+	CHECK(mdb_dbi_open(txn, "dups", MDB_CREATE | MDB_DUPSORT, &dbs[1]));
+	CHECK(mdb_txn_commit(txn));
+	for (t = 0; t < ops; t++) {
+		int dup;
+		CHECK(mdb_txn_begin(env, NULL, 0, &txn));
+		for (i = 0; i < 20; i++) {
+			unsigned r = rnd(10);
+			dup = (int)rnd(2);
+			if (r < 4) {
+				unsigned f = rnd(4);
+				unsigned flags = f == 0 ? MDB_NOOVERWRITE : (f == 1 && dup) ? MDB_NODUPDATA : 0;
+				k = mkkey();
+				v = mkval(dup);
+				rc = mdb_put(txn, dbs[dup], &k, &v, flags);
+				show(dup ? "put.dups" : "put.plain", rc, NULL, rc == MDB_KEYEXIST ? &v : NULL);
+			} else if (r < 6) {
+				k = mkkey();
+				rc = mdb_get(txn, dbs[dup], &k, &v);
+				show("get", rc, NULL, &v);
+			} else if (r < 8) {
+				MDB_val d;
+				k = mkkey();
+				d = mkval(dup);
+				rc = mdb_del(txn, dbs[dup], &k, dup && rnd(2) ? &d : NULL);
+				printf("del rc=%d\n", rc);
+			} else {
+				cursor_ops(txn, dbs[dup], dup, 1);
+			}
+		}
+		if (rnd(6) == 0) {
+			mdb_txn_abort(txn);
+			printf("abort\n");
+		} else {
+			CHECK(mdb_txn_commit(txn));
+			printf("commit\n");
+		}
+		CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+		dup = (int)rnd(2);
+		cursor_ops(txn, dbs[dup], dup, 0);
+		mdb_txn_abort(txn);
+		dump(env, dbs[0], "plain");
+		dump(env, dbs[1], "dups");
+	}
+	mdb_env_close(env);
+	return 0;
+}
