@@ -150,52 +150,104 @@ static void cursor_ops(MDB_txn *txn, MDB_dbi dbi, int dup, int write)
 	mdb_cursor_close(c);
 }
 
+/* The databases: plain, DUPSORT, DUPSORT|DUPFIXED, REVERSEKEY. */
+static MDB_dbi dbs[4];
+static const char *const dbname[] = {"plain", "dups", "fixed", "rev"};
+static const unsigned dbflags[] = {0, MDB_DUPSORT, MDB_DUPSORT | MDB_DUPFIXED, MDB_REVERSEKEY};
+
+/* Every value of one key of the DUPFIXED database through GET_MULTIPLE and
+ * NEXT_MULTIPLE, concatenated (the batches themselves depend on pages). */
+static void multiple(MDB_txn *txn)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+	CHECK(mdb_cursor_open(txn, dbs[2], &c));
+	k = mkkey();
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+	printf("multi %s set=%d:", kbuf, rc);
+	if (rc == 0) {
+		rc = mdb_cursor_get(c, &k, &v, MDB_GET_MULTIPLE);
+		while (rc == 0) {
+			printf(" %.*s", (int)v.mv_size, (char *)v.mv_data);
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_MULTIPLE);
+		}
+	}
+	printf(" end=%d\n", rc);
+	mdb_cursor_close(c);
+}
+
+/* n random operations in write transaction txn; depth < 2 may nest. */
+static void ops(MDB_env *env, MDB_txn *txn, int n, int depth)
+{
+	MDB_val k, v;
+	int i, rc;
+	for (i = 0; i < n; i++) {
+		unsigned r = rnd(12), kind = rnd(4);
+		int dup = kind == 1 || kind == 2;
+		if (r < 4) {
+			unsigned f = rnd(5);
+			unsigned flags = f == 0 ? MDB_NOOVERWRITE : (f == 1 && dup) ? MDB_NODUPDATA
+				: (f == 2 && !dup) ? MDB_APPEND : 0;
+			k = mkkey();
+			v = mkval(dup);
+			rc = mdb_put(txn, dbs[kind], &k, &v, flags);
+			printf("put.%s f=%u ", dbname[kind], flags);
+			show("", rc, NULL, rc == MDB_KEYEXIST ? &v : NULL);
+		} else if (r < 6) {
+			k = mkkey();
+			rc = mdb_get(txn, dbs[kind], &k, &v);
+			show("get", rc, NULL, &v);
+		} else if (r < 8) {
+			MDB_val d;
+			k = mkkey();
+			d = mkval(dup);
+			rc = mdb_del(txn, dbs[kind], &k, dup && rnd(2) ? &d : NULL);
+			printf("del rc=%d\n", rc);
+		} else if (r < 10) {
+			cursor_ops(txn, dbs[kind], dup, 1);
+		} else if (r == 10) {
+			multiple(txn);
+		} else if (depth < 2) {
+			MDB_txn *child;
+			CHECK(mdb_txn_begin(env, txn, 0, &child));
+			printf("child %d {\n", depth + 1);
+			ops(env, child, 6, depth + 1);
+			if (rnd(2)) {
+				mdb_txn_abort(child);
+				printf("} abort\n");
+			} else {
+				CHECK(mdb_txn_commit(child));
+				printf("} commit\n");
+			}
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	MDB_env *env;
-	MDB_txn *txn;
-	MDB_dbi dbs[2];
-	MDB_val k, v;
-	int ops, t, i, rc;
+	MDB_txn *txn, *idle;
+	int nops, t, i;
 	if (argc != 3)
 		return 2;
 	rng = strtoull(argv[1], NULL, 10);
-	ops = atoi(argv[2]);
+	nops = atoi(argv[2]);
 	CHECK(mdb_env_create(&env));
-	CHECK(mdb_env_set_maxdbs(env, 4));
+	CHECK(mdb_env_set_maxdbs(env, 8));
 	CHECK(mdb_env_set_mapsize(env, 1 << 28));
 	CHECK(mdb_env_open(env, "./testdb", MDB_NOSYNC, 0664));
 	CHECK(mdb_txn_begin(env, NULL, 0, &txn));
-	CHECK(mdb_dbi_open(txn, "plain", MDB_CREATE, &dbs[0]));
-	CHECK(mdb_dbi_open(txn, "dups", MDB_CREATE | MDB_DUPSORT, &dbs[1]));
+	for (i = 0; i < 4; i++)
+		CHECK(mdb_dbi_open(txn, dbname[i], MDB_CREATE | dbflags[i], &dbs[i]));
 	CHECK(mdb_txn_commit(txn));
-	for (t = 0; t < ops; t++) {
-		int dup;
+	/* A read transaction reset and renewed between write transactions. */
+	CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &idle));
+	mdb_txn_reset(idle);
+	for (t = 0; t < nops; t++) {
+		unsigned kind;
 		CHECK(mdb_txn_begin(env, NULL, 0, &txn));
-		for (i = 0; i < 20; i++) {
-			unsigned r = rnd(10);
-			dup = (int)rnd(2);
-			if (r < 4) {
-				unsigned f = rnd(4);
-				unsigned flags = f == 0 ? MDB_NOOVERWRITE : (f == 1 && dup) ? MDB_NODUPDATA : 0;
-				k = mkkey();
-				v = mkval(dup);
-				rc = mdb_put(txn, dbs[dup], &k, &v, flags);
-				show(dup ? "put.dups" : "put.plain", rc, NULL, rc == MDB_KEYEXIST ? &v : NULL);
-			} else if (r < 6) {
-				k = mkkey();
-				rc = mdb_get(txn, dbs[dup], &k, &v);
-				show("get", rc, NULL, &v);
-			} else if (r < 8) {
-				MDB_val d;
-				k = mkkey();
-				d = mkval(dup);
-				rc = mdb_del(txn, dbs[dup], &k, dup && rnd(2) ? &d : NULL);
-				printf("del rc=%d\n", rc);
-			} else {
-				cursor_ops(txn, dbs[dup], dup, 1);
-			}
-		}
+		ops(env, txn, 20, 0);
 		if (rnd(6) == 0) {
 			mdb_txn_abort(txn);
 			printf("abort\n");
@@ -203,13 +255,14 @@ int main(int argc, char **argv)
 			CHECK(mdb_txn_commit(txn));
 			printf("commit\n");
 		}
-		CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
-		dup = (int)rnd(2);
-		cursor_ops(txn, dbs[dup], dup, 0);
-		mdb_txn_abort(txn);
-		dump(env, dbs[0], "plain");
-		dump(env, dbs[1], "dups");
+		CHECK(mdb_txn_renew(idle));
+		kind = rnd(4);
+		cursor_ops(idle, dbs[kind], kind == 1 || kind == 2, 0);
+		mdb_txn_reset(idle);
+		for (i = 0; i < 4; i++)
+			dump(env, dbs[i], dbname[i]);
 	}
+	mdb_txn_abort(idle);
 	mdb_env_close(env);
 	return 0;
 }
