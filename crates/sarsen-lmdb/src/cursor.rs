@@ -18,7 +18,7 @@ use crate::consts::*;
 use crate::dbi::{is_dup, put, reserve};
 use crate::error::to_code;
 use crate::handles::{self, Kind};
-use crate::txn::{txn_mut, MDB_txn};
+use crate::txn::{txn_mut, MDB_txn, View};
 use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_val};
 
 /// Where a cursor stands.
@@ -46,6 +46,14 @@ pub struct MDB_cursor {
     /// The values `MDB_GET_MULTIPLE` returned (the Sarsen cursor's buffer
     /// dies with it).
     multi: Vec<u8>,
+    /// In a read transaction, after a successful move: the Sarsen cursor
+    /// standing on the saved pair, kept so the next call need not seek
+    /// (the snapshot cannot change under it). Its borrow of the
+    /// transaction's boxed `RoTxn` is erased; it is dropped before that
+    /// transaction ends or is reset (`clear_live`), and whenever a move
+    /// fails (the Sarsen cursor's state after a failed move is not
+    /// LMDB's).
+    live: Option<Box<Cursor<'static>>>,
 }
 
 /// Where a restored Sarsen cursor stands.
@@ -62,18 +70,33 @@ fn err(e: sarsen::Error) -> c_int {
 }
 
 impl MDB_cursor {
+    /// Saves the position `e` (its value only in a DUPSORT database: a
+    /// key alone finds a pair elsewhere).
     fn save(&mut self, e: Entry<'_>) {
         self.pos = Pos::At;
         self.key.clear();
         self.key.extend_from_slice(e.0);
-        self.val.clear();
-        self.val.extend_from_slice(e.1);
+        if self.dup {
+            self.val.clear();
+            self.val.extend_from_slice(e.1);
+        }
     }
 
     /// Seeks `c` back to the saved position.
     fn restore<'a>(&self, c: &mut Cursor<'a>) -> CResult<Restored<'a>> {
+        self.restore_from(c, false)
+    }
+
+    /// [`restore`](Self::restore); `live`: `c` is the kept cursor, on the
+    /// saved pair already.
+    fn restore_from<'a>(&self, c: &mut Cursor<'a>, live: bool) -> CResult<Restored<'a>> {
         if self.pos == Pos::Unset {
             return Ok(Restored::Unset);
+        }
+        if live && self.pos == Pos::At {
+            if let Some(e) = c.current().map_err(err)? {
+                return Ok(Restored::Exact(e));
+            }
         }
         let (k, v) = (&self.key[..], &self.val[..]);
         if self.dup {
@@ -101,6 +124,19 @@ impl MDB_cursor {
     }
 }
 
+/// Drops the kept Sarsen cursor of each of `cursors` (their read
+/// transaction is being reset or ended).
+///
+/// # Safety
+///
+/// Each pointer is a live cursor handle.
+pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
+    for &c in cursors {
+        // SAFETY: live per the contract.
+        unsafe { (*c).live = None };
+    }
+}
+
 /// Frees cursor `c` (`free`) or detaches it from its ended transaction.
 ///
 /// # Safety
@@ -109,7 +145,10 @@ impl MDB_cursor {
 pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
     if detach_only {
         // SAFETY: live per the contract.
-        unsafe { (*c).txn = ptr::null_mut() };
+        unsafe {
+            (*c).live = None;
+            (*c).txn = ptr::null_mut();
+        }
     } else if handles::unregister(c, Kind::Cursor) {
         // SAFETY: registered until just now: a `Box<MDB_cursor>` we gave out.
         drop(unsafe { Box::from_raw(c) });
@@ -173,6 +212,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
                 key: Vec::new(),
                 val: Vec::new(),
                 multi: Vec::new(),
+                live: None,
             }));
             handles::register(c, Kind::Cursor);
             t.cursors.push(c);
@@ -235,6 +275,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             c.dup = is_dup(t, c.db)?;
             c.txn = txn;
             c.pos = Pos::Unset;
+            c.live = None;
             t.cursors.push(cursor);
             Ok(())
         })();
@@ -322,14 +363,19 @@ unsafe fn get(
     op: c_int,
 ) -> CResult<()> {
     let v = t.view()?;
-    let mut sc = v.cursor(c.db).map_err(err)?;
-    let saved_key = c.key.clone();
-    let same_key = |e: &Entry<'_>| e.0 == &saved_key[..];
+    let ro = matches!(v, View::Ro(_));
+    let kept = c.live.take().filter(|_| ro && c.pos == Pos::At);
+    let live = kept.is_some();
+    // Boxed: the cursor is large, and kept ones move in and out of `live`.
+    let mut sc: Box<Cursor<'_>> = match kept {
+        Some(k) => k,
+        None => Box::new(v.cursor(c.db).map_err(err)?),
+    };
     let mut set_key = true;
     let found: Option<Entry<'_>> = match op {
         MDB_FIRST => sc.first().map_err(err)?,
         MDB_LAST => sc.last().map_err(err)?,
-        MDB_NEXT | MDB_NEXT_DUP | MDB_NEXT_NODUP => match c.restore(&mut sc)? {
+        MDB_NEXT | MDB_NEXT_DUP | MDB_NEXT_NODUP => match c.restore_from(&mut sc, live)? {
             Restored::Unset => sc.first().map_err(err)?,
             Restored::Exact(_) => match op {
                 MDB_NEXT => sc.next(),
@@ -337,13 +383,13 @@ unsafe fn get(
                 _ => sc.next_nodup(),
             }
             .map_err(err)?,
-            Restored::Ahead(Some(e)) if op == MDB_NEXT_NODUP && same_key(&e) => {
+            Restored::Ahead(Some(e)) if op == MDB_NEXT_NODUP && e.0 == &c.key[..] => {
                 sc.next_nodup().map_err(err)?
             }
-            Restored::Ahead(Some(e)) if op == MDB_NEXT_DUP && !same_key(&e) => None,
+            Restored::Ahead(Some(e)) if op == MDB_NEXT_DUP && e.0 != &c.key[..] => None,
             Restored::Ahead(e) => e,
         },
-        MDB_PREV | MDB_PREV_DUP | MDB_PREV_NODUP => match c.restore(&mut sc)? {
+        MDB_PREV | MDB_PREV_DUP | MDB_PREV_NODUP => match c.restore_from(&mut sc, live)? {
             Restored::Unset => sc.last().map_err(err)?,
             Restored::Exact(_) | Restored::Ahead(Some(_)) => match op {
                 MDB_PREV => sc.prev(),
@@ -354,12 +400,12 @@ unsafe fn get(
             Restored::Ahead(None) if op == MDB_PREV_DUP => None,
             Restored::Ahead(None) => sc.last().map_err(err)?,
         },
-        MDB_FIRST_DUP | MDB_LAST_DUP => match c.restore(&mut sc)? {
+        MDB_FIRST_DUP | MDB_LAST_DUP => match c.restore_from(&mut sc, live)? {
             Restored::Exact(_) if op == MDB_FIRST_DUP => sc.first_dup().map_err(err)?,
             Restored::Exact(_) => sc.last_dup().map_err(err)?,
             _ => return Err(libc::EINVAL),
         },
-        MDB_GET_CURRENT => match c.restore(&mut sc)? {
+        MDB_GET_CURRENT => match c.restore_from(&mut sc, live)? {
             Restored::Unset => return Err(libc::EINVAL),
             Restored::Exact(e) => Some(e),
             Restored::Ahead(e) => e,
@@ -403,7 +449,7 @@ unsafe fn get(
             e
         }
         MDB_GET_MULTIPLE | MDB_NEXT_MULTIPLE => {
-            let m = match (op, c.restore(&mut sc)?) {
+            let m = match (op, c.restore_from(&mut sc, live)?) {
                 (MDB_GET_MULTIPLE, Restored::Exact(_)) => sc.get_multiple(),
                 (MDB_GET_MULTIPLE, _) => return Err(libc::EINVAL),
                 (_, Restored::Unset) => match sc.first().map_err(err)? {
@@ -411,7 +457,7 @@ unsafe fn get(
                     None => Ok(None),
                 },
                 (_, Restored::Exact(_)) => sc.next_multiple(),
-                (_, Restored::Ahead(Some(e))) if same_key(&e) => sc.get_multiple(),
+                (_, Restored::Ahead(Some(e))) if e.0 == &c.key[..] => sc.get_multiple(),
                 (_, Restored::Ahead(_)) => Ok(None),
             }
             .map_err(err)?;
@@ -440,6 +486,11 @@ unsafe fn get(
         return Err(MDB_NOTFOUND);
     };
     c.save(e);
+    if ro {
+        // SAFETY: lifetime erasure; see the `live` field: the borrowed
+        // `RoTxn` is boxed and outlives the kept cursor.
+        c.live = Some(unsafe { std::mem::transmute::<Box<Cursor<'_>>, Box<Cursor<'static>>>(sc) });
+    }
     // SAFETY: NULL or writable per the contract.
     unsafe {
         if set_key {

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use sarsen::{Cursor, Database, DupMode, InactiveRoTxn, KeyOrder, NestedTxn, RoTxn, RwTxn, Stat};
 
 use crate::consts::*;
-use crate::cursor::{free_cursor, MDB_cursor};
+use crate::cursor::{clear_live, free_cursor, MDB_cursor};
 use crate::env::{env_ref, MDB_env};
 use crate::error::to_code;
 use crate::handles::{self, Kind};
@@ -329,6 +329,8 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
             return;
         };
         if let Some(State::Ro(_)) = t.state {
+            // SAFETY: the list holds this transaction's live cursors.
+            unsafe { clear_live(&t.cursors) };
             if let Some(State::Ro(r)) = t.state.take() {
                 t.state = Some(State::Reset((*r).reset()));
             }

@@ -329,6 +329,15 @@ fn nested_reset_renew() {
         assert_eq!(cget(c, MDB_FIRST).unwrap().0, b"c2");
         assert_eq!(mdb_cursor_txn(c), r2);
         assert_eq!(mdb_cursor_dbi(c), dbi);
+        // Reset and renew under a moved cursor (its kept Sarsen cursor
+        // must go before the snapshot does).
+        assert_eq!(cget(c, MDB_NEXT).unwrap().0, b"new");
+        mdb_txn_reset(r2);
+        assert_eq!(cget(c, MDB_NEXT), Err(MDB_BAD_TXN));
+        ok(mdb_txn_renew(r2));
+        ok(mdb_cursor_renew(r2, c));
+        assert_eq!(cget(c, MDB_GET_CURRENT), Err(libc::EINVAL));
+        assert_eq!(cget(c, MDB_LAST).unwrap().0, b"p");
         mdb_txn_abort(r2);
         mdb_cursor_close(c);
     }
