@@ -39,6 +39,8 @@ struct Config {
     map_size: usize,
     path: Option<CString>,
     userctx: usize,
+    /// A descriptor of the data file for `mdb_env_get_fd`, opened on first use.
+    fd: Option<std::fs::File>,
 }
 
 /// An environment handle (LMDB's `MDB_env`). Created by
@@ -143,6 +145,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
                 map_size: 0,
                 path: None,
                 userctx: 0,
+                fd: None,
             }),
             env: AtomicPtr::new(ptr::null_mut()),
             live_txns: AtomicUsize::new(0),
@@ -160,11 +163,10 @@ fn holds_lmdb(path: &Path, nosubdir: bool) -> bool {
     if nosubdir {
         // A single LMDB file starts with a meta page whose magic is
         // 0xBEEFC0DE at byte 16 (after the page header).
-        let Ok(bytes) = std::fs::read(path).map(|b| b.into_iter().take(32).collect::<Vec<_>>())
-        else {
-            return false;
-        };
-        return bytes.len() >= 20 && bytes[16..20] == 0xBEEF_C0DEu32.to_ne_bytes();
+        use std::io::Read;
+        let mut head = [0u8; 20];
+        let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+        return read.is_ok() && head[16..20] == 0xBEEF_C0DEu32.to_ne_bytes();
     }
     path.join("data.mdb").exists() && !path.join("data.sdb").exists()
 }
@@ -282,7 +284,10 @@ pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
 /// # Safety
 ///
 /// As [`env_ref`].
-unsafe fn with_env(env: *const MDB_env, f: impl FnOnce(&MDB_env, &Env) -> CResult<()>) -> c_int {
+pub(crate) unsafe fn with_env(
+    env: *const MDB_env,
+    f: impl FnOnce(&MDB_env, &Env) -> CResult<()>,
+) -> c_int {
     guard(|| {
         // SAFETY: checked by `env_ref`.
         let h = match unsafe { env_ref(env) } {
@@ -628,50 +633,6 @@ pub unsafe extern "C" fn mdb_reader_check(env: *mut MDB_env, dead: *mut c_int) -
     }
 }
 
-/// Copies the environment to directory `path` (`mdb_env_copy`), which
-/// Sarsen creates if missing.
-///
-/// # Safety
-///
-/// `env` is a handle; `path` is NULL (`EINVAL`) or NUL-terminated.
-#[no_mangle]
-pub unsafe extern "C" fn mdb_env_copy(env: *mut MDB_env, path: *const c_char) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe { mdb_env_copy2(env, path, 0) }
-}
-
-/// Copies the environment to directory `path`, compacting with
-/// `MDB_CP_COMPACT` (`mdb_env_copy2`).
-///
-/// # Safety
-///
-/// `env` is a handle; `path` is NULL (`EINVAL`) or NUL-terminated.
-#[no_mangle]
-pub unsafe extern "C" fn mdb_env_copy2(
-    env: *mut MDB_env,
-    path: *const c_char,
-    flags: c_uint,
-) -> c_int {
-    if path.is_null() || flags & !MDB_CP_COMPACT != 0 {
-        return libc::EINVAL;
-    }
-    // SAFETY: non-NULL and NUL-terminated per the contract.
-    let p = PathBuf::from(OsStr::from_bytes(
-        unsafe { CStr::from_ptr(path) }.to_bytes(),
-    ));
-    // SAFETY: forwarded contract.
-    unsafe {
-        with_env(env, |_, e| {
-            let r = if flags & MDB_CP_COMPACT != 0 {
-                e.compact_copy_to(&p)
-            } else {
-                e.copy_to(&p)
-            };
-            r.map(|_| ()).map_err(|e| to_code(&e))
-        })
-    }
-}
-
 /// Lists the reader slots in use through `func`, one line each
 /// (`mdb_reader_list`): a header line, then `pid thread txnid` per slot.
 ///
@@ -707,6 +668,48 @@ pub unsafe extern "C" fn mdb_reader_list(
                     return Err(libc::EIO);
                 }
             }
+            Ok(())
+        })
+    }
+}
+
+/// The data file of an open environment handle.
+fn data_path(c: &Config) -> CResult<PathBuf> {
+    let p = c.path.as_ref().ok_or(libc::EINVAL)?;
+    let p = PathBuf::from(OsStr::from_bytes(p.to_bytes()));
+    Ok(if c.flags & MDB_NOSUBDIR != 0 {
+        p
+    } else {
+        p.join("data.sdb")
+    })
+}
+
+/// A file descriptor of the data file (`mdb_env_get_fd`): Sarsen's own is
+/// not exposed, so this is a second, read-only descriptor of the same file,
+/// opened on first call and closed with the environment (`fstat` and
+/// `fdatasync` work on it; writing through it does not).
+///
+/// # Safety
+///
+/// `env` is a handle; `fd` is NULL (`EINVAL`) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_int {
+    use std::os::fd::AsRawFd;
+    if fd.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_cfg(env, |h, c| {
+            h.env()?;
+            if c.fd.is_none() {
+                let f = std::fs::File::open(data_path(c)?)
+                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+                c.fd = Some(f);
+            }
+            let raw = c.fd.as_ref().map_or(-1, |f| f.as_raw_fd());
+            // SAFETY: non-NULL, writable per the contract.
+            store(fd, raw);
             Ok(())
         })
     }

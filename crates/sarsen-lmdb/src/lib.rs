@@ -24,6 +24,7 @@
 #![allow(non_camel_case_types)]
 
 pub mod consts;
+pub mod copy;
 pub mod cursor;
 pub mod dbi;
 pub mod env;
@@ -35,6 +36,7 @@ pub mod txn;
 use std::ffi::{c_char, c_int};
 
 pub use consts::*;
+pub use copy::*;
 pub use cursor::*;
 pub use dbi::*;
 pub use env::*;

@@ -4,46 +4,7 @@
 
 use std::ffi::c_int;
 
-use crate::{MDB_cmp_func, MDB_dbi, MDB_env, MDB_txn};
-
-/// Not yet supported (`ENOTSUP`): Sarsen does not expose its data file's
-/// descriptor.
-///
-/// # Safety
-///
-/// Always safe; `unsafe` as every function of the C API.
-#[no_mangle]
-pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_int {
-    let _ = (env, fd);
-    libc::ENOTSUP
-}
-
-/// Not yet supported (`ENOTSUP`): copying to a file descriptor needs a
-/// Sarsen copy into a `Write`.
-///
-/// # Safety
-///
-/// Always safe; `unsafe` as every function of the C API.
-#[no_mangle]
-pub unsafe extern "C" fn mdb_env_copyfd(env: *mut MDB_env, fd: c_int) -> c_int {
-    let _ = (env, fd);
-    libc::ENOTSUP
-}
-
-/// Not yet supported (`ENOTSUP`), as [`mdb_env_copyfd`].
-///
-/// # Safety
-///
-/// Always safe; `unsafe` as every function of the C API.
-#[no_mangle]
-pub unsafe extern "C" fn mdb_env_copyfd2(
-    env: *mut MDB_env,
-    fd: c_int,
-    flags: libc::c_uint,
-) -> c_int {
-    let _ = (env, fd, flags);
-    libc::ENOTSUP
-}
+use crate::{MDB_cmp_func, MDB_dbi, MDB_txn};
 
 /// Not yet supported (`ENOTSUP`): Sarsen attaches a comparator when a
 /// database is opened (`DbOptions::key_order`), by name; LMDB sets it on

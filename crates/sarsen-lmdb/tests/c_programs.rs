@@ -218,6 +218,10 @@ fn lmdb_tools() {
     assert_eq!(sh(d, &dump, &["copy"]), d1);
     sh(d, &copy, &["-c", "testdb", "copyc"]);
     assert_eq!(sh(d, &dump, &["copyc"]), d1);
+    // To stdout (mdb_env_copyfd): a single data file, read with -n.
+    let file = sh(d, &copy, &["testdb"]);
+    std::fs::write(d.join("copy.sdb"), file).unwrap();
+    assert_eq!(sh(d, &dump, &["-n", "copy.sdb"]), d1);
     // Drop empties the main database.
     sh(d, &drop, &["loaded"]);
     let st = String::from_utf8(sh(d, &stat, &["loaded"])).unwrap();

@@ -383,6 +383,19 @@ fn lmdb_directory_is_refused() {
         assert_eq!(mdb_env_open(env, p.as_ptr(), 0, 0o644), MDB_INVALID);
         mdb_env_close(env);
         ok(mdb_env_create(&mut env));
+        // A single LMDB file (its meta page's magic at byte 16).
+        let file = dir.path().join("lmdb-file");
+        let mut head = vec![0u8; 4096];
+        head[16..20].copy_from_slice(&0xBEEF_C0DEu32.to_ne_bytes());
+        std::fs::write(&file, head).unwrap();
+        let f = CString::new(file.to_str().unwrap()).unwrap();
+        ok(mdb_env_create(&mut env));
+        assert_eq!(
+            mdb_env_open(env, f.as_ptr(), MDB_NOSUBDIR, 0o644),
+            MDB_INVALID
+        );
+        mdb_env_close(env);
+        ok(mdb_env_create(&mut env));
         let missing = CString::new(dir.path().join("nope").to_str().unwrap()).unwrap();
         assert_eq!(mdb_env_open(env, missing.as_ptr(), 0, 0o644), libc::ENOENT);
         mdb_env_close(env);
@@ -412,6 +425,11 @@ fn env_info_flags_and_close_with_live_txn() {
         ok(mdb_reader_check(f.env, &mut dead));
         assert_eq!(dead, 0);
         ok(mdb_env_sync(f.env, 1));
+        let mut fd = -1;
+        ok(mdb_env_get_fd(f.env, &mut fd));
+        let mut st = std::mem::zeroed::<libc::stat>();
+        assert_eq!(libc::fstat(fd, &mut st), 0);
+        assert!(st.st_size > 0);
     }
     // Closing an env with a live transaction leaks instead of freeing.
     let g = Fixture::new(MDB_NOSYNC);
