@@ -427,22 +427,15 @@ unsafe fn get(
             // SAFETY: per the contract.
             let (k, d) = unsafe { (input(key)?, input(data)?) };
             set_key = false;
-            let e = if c.dup {
-                if op == MDB_GET_BOTH {
-                    sc.seek_both(k, d)
-                } else {
-                    sc.seek_both_range(k, d)
-                }
-                .map_err(err)?
+            if !c.dup {
+                return Err(MDB_INCOMPATIBLE); // as LMDB
+            }
+            let e = if op == MDB_GET_BOTH {
+                sc.seek_both(k, d)
             } else {
-                // LMDB compares the one value bytewise.
-                match sc.seek(k).map_err(err)? {
-                    Some(e) if e.0 == k && (e.1 == d || (op == MDB_GET_BOTH_RANGE && d <= e.1)) => {
-                        Some(e)
-                    }
-                    _ => None,
-                }
-            };
+                sc.seek_both_range(k, d)
+            }
+            .map_err(err)?;
             if e.is_none() {
                 c.pos = Pos::Unset;
             }

@@ -108,9 +108,14 @@ static void cursor_ops(MDB_txn *txn, MDB_dbi dbi, int dup, int write)
 			show(op == MDB_SET ? "c.SET" : op == MDB_SET_KEY ? "c.SET_KEY" : "c.SET_RANGE",
 				rc, op == MDB_SET ? NULL : &k, &v);
 		} else if (r == 2) {
-			if (!dup) {
+			if (!dup && rnd(2)) {
 				rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 				show("c.FIRST", rc, &k, &v);
+			} else if (!dup) {
+				k = mkkey();
+				v = mkval(0);
+				rc = mdb_cursor_get(c, &k, &v, MDB_GET_BOTH);
+				show("c.GET_BOTH.plain", rc, NULL, &v);
 			} else {
 				MDB_cursor_op op = rnd(2) ? MDB_GET_BOTH : MDB_GET_BOTH_RANGE;
 				k = mkkey();
@@ -139,10 +144,27 @@ static void cursor_ops(MDB_txn *txn, MDB_dbi dbi, int dup, int write)
 				if (dup)
 					rc = 1;
 			} else {
+				unsigned f = rnd(4);
+				unsigned flags = f == 0 ? MDB_NOOVERWRITE : (f == 1 && dup) ? MDB_NODUPDATA
+					: (f == 2 && !dup) ? MDB_CURRENT : 0;
 				k = mkkey();
+				if (flags == MDB_CURRENT) {
+					/* The key must be the current one. */
+					MDB_val cur;
+					rc = mdb_cursor_get(c, &k, &cur, MDB_GET_CURRENT);
+					printf("c.cur rc=%d\n", rc);
+					if (rc == 0) {
+						memcpy(kbuf, k.mv_data, k.mv_size);
+						k.mv_data = kbuf;
+					} else {
+						flags = 0;
+						k = mkkey();
+					}
+				}
 				v = mkval(dup);
-				rc = mdb_cursor_put(c, &k, &v, dup && rnd(2) ? MDB_NODUPDATA : 0);
-				show("c.put", rc, NULL, NULL);
+				rc = mdb_cursor_put(c, &k, &v, flags);
+				printf("c.put f=%u ", flags);
+				show("", rc, NULL, rc == MDB_KEYEXIST ? &v : NULL);
 			}
 		}
 		positioned = rc == 0;
@@ -154,6 +176,34 @@ static void cursor_ops(MDB_txn *txn, MDB_dbi dbi, int dup, int write)
 static MDB_dbi dbs[4];
 static const char *const dbname[] = {"plain", "dups", "fixed", "rev"};
 static const unsigned dbflags[] = {0, MDB_DUPSORT, MDB_DUPSORT | MDB_DUPFIXED, MDB_REVERSEKEY};
+/* MDB_INTEGERKEY (size_t keys) with MDB_DUPSORT|MDB_INTEGERDUP (size_t values). */
+static MDB_dbi ints;
+
+static void int_ops(MDB_txn *txn)
+{
+	size_t kk = rnd(30) * 1000003u, vv = rnd(8) * 65537u;
+	MDB_val k = {sizeof(kk), &kk}, v = {sizeof(vv), &vv};
+	MDB_cursor *c;
+	int rc;
+	unsigned r = rnd(4);
+	if (r < 2) {
+		rc = mdb_put(txn, ints, &k, &v, r ? MDB_NODUPDATA : 0);
+		printf("int.put rc=%d\n", rc);
+	} else if (r == 2) {
+		rc = mdb_del(txn, ints, &k, rnd(2) ? &v : NULL);
+		printf("int.del rc=%d\n", rc);
+	} else {
+		CHECK(mdb_cursor_open(txn, ints, &c));
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		printf("int.range rc=%d", rc);
+		while (rc == 0) {
+			printf(" %zu:%zu", *(size_t *)k.mv_data, *(size_t *)v.mv_data);
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+		printf(" end=%d\n", rc);
+		mdb_cursor_close(c);
+	}
+}
 
 /* Every value of one key of the DUPFIXED database through GET_MULTIPLE and
  * NEXT_MULTIPLE, concatenated (the batches themselves depend on pages). */
@@ -207,8 +257,11 @@ static void ops(MDB_env *env, MDB_txn *txn, int n, int depth)
 		} else if (r < 10) {
 			cursor_ops(txn, dbs[kind], dup, 1);
 		} else if (r == 10) {
-			multiple(txn);
-		} else if (depth < 2) {
+			if (rnd(2))
+				multiple(txn);
+			else
+				int_ops(txn);
+		} else if (depth < 2 && rnd(8)) {
 			MDB_txn *child;
 			CHECK(mdb_txn_begin(env, txn, 0, &child));
 			printf("child %d {\n", depth + 1);
@@ -220,6 +273,10 @@ static void ops(MDB_env *env, MDB_txn *txn, int n, int depth)
 				CHECK(mdb_txn_commit(child));
 				printf("} commit\n");
 			}
+		} else if (depth == 0) {
+			/* Empty one database (mdb_drop with del 0). */
+			rc = mdb_drop(txn, dbs[kind], 0);
+			printf("drop %s rc=%d\n", dbname[kind], rc);
 		}
 	}
 }
@@ -240,6 +297,7 @@ int main(int argc, char **argv)
 	CHECK(mdb_txn_begin(env, NULL, 0, &txn));
 	for (i = 0; i < 4; i++)
 		CHECK(mdb_dbi_open(txn, dbname[i], MDB_CREATE | dbflags[i], &dbs[i]));
+	CHECK(mdb_dbi_open(txn, "ints", MDB_CREATE | MDB_INTEGERKEY | MDB_DUPSORT | MDB_INTEGERDUP, &ints));
 	CHECK(mdb_txn_commit(txn));
 	/* A read transaction reset and renewed between write transactions. */
 	CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &idle));
