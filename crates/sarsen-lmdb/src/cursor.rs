@@ -352,6 +352,19 @@ unsafe fn input<'b>(p: *const MDB_val) -> CResult<&'b [u8]> {
     Ok(unsafe { MDB_val::bytes(&*p) })
 }
 
+/// Reads the input key at `p`: `EINVAL` if NULL, `MDB_BAD_VALSIZE` if empty.
+///
+/// # Safety
+///
+/// As [`input`].
+unsafe fn input_key<'b>(p: *const MDB_val) -> CResult<&'b [u8]> {
+    if p.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: per the contract.
+    unsafe { MDB_val::key(&*p) }
+}
+
 /// # Safety
 ///
 /// As [`mdb_cursor_get`].
@@ -412,7 +425,7 @@ unsafe fn get(
         },
         MDB_SET | MDB_SET_KEY | MDB_SET_RANGE => {
             // SAFETY: per the contract.
-            let k = unsafe { input(key) }?;
+            let k = unsafe { input_key(key) }?;
             set_key = op != MDB_SET;
             let e = sc.seek(k).map_err(err)?;
             match e {
@@ -425,7 +438,7 @@ unsafe fn get(
         }
         MDB_GET_BOTH | MDB_GET_BOTH_RANGE => {
             // SAFETY: per the contract.
-            let (k, d) = unsafe { (input(key)?, input(data)?) };
+            let (k, d) = unsafe { (input_key(key)?, input(data)?) };
             set_key = false;
             if !c.dup {
                 return Err(MDB_INCOMPATIBLE); // as LMDB
@@ -542,7 +555,7 @@ unsafe fn cursor_put(
         // SAFETY: two `MDB_val`s per the contract.
         let (d0, d1) = unsafe { (*data, &mut *data.add(1)) };
         // SAFETY: per the contract.
-        let k = unsafe { MDB_val::bytes(&*key) }.to_vec();
+        let k = unsafe { MDB_val::key(&*key) }?.to_vec();
         let (size, count) = (d0.mv_size, d1.mv_size);
         if !dup || size == 0 {
             return Err(libc::EINVAL);
@@ -571,7 +584,7 @@ unsafe fn cursor_put(
         return Ok(());
     }
     // SAFETY: per the contract.
-    let (k, d) = unsafe { (MDB_val::bytes(&*key).to_vec(), &mut *data) };
+    let (k, d) = unsafe { (MDB_val::key(&*key)?.to_vec(), &mut *data) };
     if flags & MDB_CURRENT != 0 {
         if c.pos != Pos::At {
             return Err(libc::EINVAL);

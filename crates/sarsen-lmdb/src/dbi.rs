@@ -61,7 +61,16 @@ fn open_once(
     o: &DbOptions,
 ) -> CResult<Database> {
     match t.state.as_mut() {
-        Some(State::Ro(r)) => r.open_db_with(name, o).map_err(err)?.ok_or(MDB_NOTFOUND),
+        // As LMDB: creating in a read transaction is EACCES (when missing).
+        Some(State::Ro(r)) => {
+            r.open_db_with(name, o)
+                .map_err(err)?
+                .ok_or(if flags & MDB_CREATE != 0 {
+                    libc::EACCES
+                } else {
+                    MDB_NOTFOUND
+                })
+        }
         _ => {
             let w = t.rw()?;
             if flags & MDB_CREATE != 0 {
@@ -275,7 +284,7 @@ pub unsafe extern "C" fn mdb_get(
     unsafe {
         with_db(txn, dbi, |t, db| {
             // SAFETY: non-NULL and valid per the contract.
-            let k = MDB_val::bytes(&*key);
+            let k = MDB_val::key(&*key)?;
             let v = t.view()?.get(db, k).map_err(err)?.ok_or(MDB_NOTFOUND)?;
             store(data, MDB_val::of(v));
             Ok(())
@@ -377,7 +386,7 @@ pub unsafe extern "C" fn mdb_put(
         with_db(txn, dbi, |t, db| {
             let dup = is_dup(t, db)?;
             // SAFETY: non-NULL and valid per the contract.
-            let k = MDB_val::bytes(&*key);
+            let k = MDB_val::key(&*key)?;
             if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
                 reserve(t, db, k, &mut *data, buf);
             }
@@ -409,7 +418,7 @@ pub unsafe extern "C" fn mdb_del(
         with_db(txn, dbi, |t, db| {
             let dup = is_dup(t, db)?;
             // SAFETY: non-NULL and valid per the contract.
-            let k = MDB_val::bytes(&*key);
+            let k = MDB_val::key(&*key)?;
             let w = t.rw()?;
             let found = if dup && !data.is_null() {
                 // SAFETY: non-NULL and valid per the contract.

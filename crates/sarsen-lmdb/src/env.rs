@@ -238,11 +238,16 @@ fn open(h: &MDB_env, p: &Path, cpath: &CStr, flags: c_uint) -> CResult<()> {
         .read_ahead(flags & MDB_NORDAHEAD == 0)
         .max_readers(cfg.max_readers);
     if let Some(n) = cfg.max_dbs {
-        o = o.max_dbs(n.max(1));
+        o = o.max_dbs(n);
     }
     // SAFETY: LMDB's contract: nothing but the library modifies the files
     // while they are open (see `sarsen::EnvOptions::open`).
-    let env = unsafe { o.open(p) }.map_err(|e| to_code(&e))?;
+    let env = unsafe { o.open(p) }.map_err(|e| match e {
+        // No meta page to trust: not a Sarsen file, as LMDB says of a
+        // file without its magic.
+        sarsen::Error::Corrupted { page: 0..=2, .. } => MDB_INVALID,
+        e => to_code(&e),
+    })?;
     cfg.flags |= flags;
     cfg.path = Some(cpath.to_owned());
     h.env.store(Box::into_raw(Box::new(env)), Ordering::Release);
@@ -477,7 +482,7 @@ pub unsafe extern "C" fn mdb_env_info(env: *mut MDB_env, info: *mut MDB_envinfo)
                 me_mapaddr: ptr::null_mut(),
                 me_mapsize: i.geometry.upper as usize,
                 me_last_pgno: i.next_pgno.saturating_sub(1) as usize,
-                me_last_txnid: i.last_txnid as usize,
+                me_last_txnid: crate::txn::lmdb_txnid(i.last_txnid) as usize,
                 me_maxreaders: i.max_readers,
                 me_numreaders: i.readers_used,
             };
@@ -651,14 +656,24 @@ pub unsafe extern "C" fn mdb_reader_list(
     };
     // SAFETY: forwarded contract.
     unsafe {
-        with_env(env, |_, e| {
+        with_env(env, |h, e| {
             let rs = e.readers().map_err(|e| to_code(&e))?;
             let mut lines = vec!["    pid     thread     txnid\n".to_string()];
+            // With MDB_NOTLS an LMDB reader slot is released when its
+            // transaction ends; Sarsen keeps idle slots for the thread:
+            // list only those holding a snapshot then.
+            let notls = h.flags() & MDB_NOTLS != 0;
+            let rs: Vec<_> = rs
+                .into_iter()
+                .filter(|r| !notls || r.txnid.is_some())
+                .collect();
             if rs.is_empty() {
                 lines = vec!["(no active readers)\n".to_string()];
             }
             for r in rs {
-                let t = r.txnid.map_or("-".to_string(), |t| t.to_string());
+                let t = r
+                    .txnid
+                    .map_or("-".to_string(), |t| crate::txn::lmdb_txnid(t).to_string());
                 lines.push(format!("{:10} {:10x} {:>10}\n", r.pid, r.thread, t));
             }
             for l in lines {

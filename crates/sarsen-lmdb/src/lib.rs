@@ -69,6 +69,20 @@ impl MDB_val {
         unsafe { std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size) }
     }
 
+    /// The key `v` points to: `MDB_BAD_VALSIZE` if empty, as LMDB (which
+    /// refuses zero-length keys everywhere).
+    ///
+    /// # Safety
+    ///
+    /// As [`MDB_val::bytes`].
+    pub(crate) unsafe fn key<'a>(v: &MDB_val) -> CResult<&'a [u8]> {
+        if v.mv_size == 0 {
+            return Err(MDB_BAD_VALSIZE);
+        }
+        // SAFETY: forwarded contract.
+        Ok(unsafe { MDB_val::bytes(v) })
+    }
+
     /// An `MDB_val` pointing at `b`.
     pub(crate) fn of(b: &[u8]) -> MDB_val {
         MDB_val {

@@ -385,7 +385,7 @@ pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
 
 /// The transaction's id (`mdb_txn_id`): the snapshot's txnid for a read
 /// transaction, the txnid it will commit as for a write one; 0 if invalid
-/// or reset.
+/// or reset. Numbered as LMDB's (see [`lmdb_txnid`]).
 ///
 /// # Safety
 ///
@@ -398,10 +398,17 @@ pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
             return 0;
         };
         (match &t.state {
-            Some(State::Ro(r)) => r.txnid(),
-            Some(State::Rw(w)) => w.txnid(),
-            Some(State::Nested(n)) => n.txnid(),
+            Some(State::Ro(r)) => lmdb_txnid(r.txnid()),
+            Some(State::Rw(w)) => lmdb_txnid(w.txnid()),
+            Some(State::Nested(n)) => lmdb_txnid(n.txnid()),
             _ => 0,
         }) as usize
     })
+}
+
+/// A Sarsen txnid as LMDB numbers it: Sarsen's creation of an environment
+/// is commit 1, LMDB's is 0, so an LMDB program sees 0 for a new
+/// environment's snapshot and 1 for its first write transaction.
+pub fn lmdb_txnid(sarsen: u64) -> u64 {
+    sarsen.saturating_sub(1)
 }

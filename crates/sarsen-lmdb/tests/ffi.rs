@@ -505,3 +505,50 @@ fn threads() {
         }
     });
 }
+
+/// LMDB's answers that py-lmdb's test suite checks: empty keys, txn ids of
+/// a new environment, creating in a read transaction, `maxdbs` 0.
+#[test]
+fn lmdb_edge_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = CString::new(dir.path().to_str().unwrap()).unwrap();
+    let mut env = ptr::null_mut();
+    // SAFETY: live handles throughout.
+    unsafe {
+        ok(mdb_env_create(&mut env));
+        ok(mdb_env_set_maxdbs(env, 0));
+        ok(mdb_env_open(env, p.as_ptr(), MDB_NOSYNC, 0o644));
+        let mut r = ptr::null_mut();
+        ok(mdb_txn_begin(env, ptr::null_mut(), MDB_RDONLY, &mut r));
+        assert_eq!(mdb_txn_id(r), 0); // a new environment's snapshot, as LMDB
+        let mut dbi = 0;
+        assert_eq!(
+            mdb_dbi_open(r, c"x".as_ptr(), MDB_CREATE, &mut dbi),
+            libc::EACCES
+        );
+        mdb_txn_abort(r);
+        let mut w = ptr::null_mut();
+        ok(mdb_txn_begin(env, ptr::null_mut(), 0, &mut w));
+        assert_eq!(mdb_txn_id(w), 1);
+        assert_eq!(
+            mdb_dbi_open(w, c"x".as_ptr(), MDB_CREATE, &mut dbi),
+            MDB_DBS_FULL
+        );
+        ok(mdb_dbi_open(w, ptr::null(), 0, &mut dbi));
+        assert_eq!(put(w, dbi, b"", b"v", 0), MDB_BAD_VALSIZE);
+        let mut v = empty();
+        assert_eq!(mdb_get(w, dbi, &mut val(b""), &mut v), MDB_BAD_VALSIZE);
+        let mut c = ptr::null_mut();
+        ok(mdb_cursor_open(w, dbi, &mut c));
+        let mut k = val(b"");
+        assert_eq!(
+            mdb_cursor_get(c, &mut k, &mut v, MDB_SET_RANGE),
+            MDB_BAD_VALSIZE
+        );
+        ok(mdb_txn_commit(w));
+        let mut info = std::mem::zeroed::<MDB_envinfo>();
+        ok(mdb_env_info(env, &mut info));
+        assert_eq!(info.me_last_txnid, 1);
+        mdb_env_close(env);
+    }
+}
