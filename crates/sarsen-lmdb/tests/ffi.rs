@@ -545,9 +545,13 @@ fn lmdb_edge_codes() {
             mdb_cursor_get(c, &mut k, &mut v, MDB_SET_RANGE),
             MDB_BAD_VALSIZE
         );
+        ok(put(w, dbi, b"k", b"v", 0));
         ok(mdb_txn_commit(w));
         let mut info = std::mem::zeroed::<MDB_envinfo>();
         ok(mdb_env_info(env, &mut info));
+        ok(mdb_txn_begin(env, ptr::null_mut(), MDB_RDONLY, &mut r));
+        assert_eq!(mdb_txn_id(r), 1);
+        mdb_txn_abort(r);
         assert_eq!(info.me_last_txnid, 1);
         mdb_env_close(env);
     }
