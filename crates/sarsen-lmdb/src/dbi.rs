@@ -20,6 +20,9 @@ const DBI_FLAGS: c_uint = MDB_REVERSEKEY
     | MDB_REVERSEDUP
     | MDB_CREATE;
 
+/// Sarsen's largest value, bytes (`Env::max_value_size`).
+const MAX_VALUE: usize = 0x7fff_ffff;
+
 /// Flags `mdb_put` accepts.
 const PUT_FLAGS: c_uint =
     MDB_NOOVERWRITE | MDB_NODUPDATA | MDB_CURRENT | MDB_RESERVE | MDB_APPEND | MDB_APPENDDUP;
@@ -313,6 +316,9 @@ pub(crate) fn put(
         // from this call), hand the program a buffer, store it later.
         if dup {
             return Err(libc::EINVAL);
+        }
+        if data.mv_size > MAX_VALUE {
+            return Err(MDB_BAD_VALSIZE); // before allocating it
         }
         let zeros = vec![0u8; data.mv_size];
         let mut z = MDB_val::of(&zeros);

@@ -421,7 +421,7 @@ pub unsafe extern "C" fn mdb_env_get_maxkeysize(env: *mut MDB_env) -> c_int {
         // SAFETY: checked by `env_ref`.
         match unsafe { env_ref(env) } {
             Ok(h) => match h.env() {
-                Ok(e) => (e.max_key_size() - 74) as c_int,
+                Ok(e) => e.max_key_size().saturating_sub(74) as c_int,
                 Err(_) => 2016 - 74,
             },
             Err(_) => -1,

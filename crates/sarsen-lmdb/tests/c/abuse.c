@@ -121,6 +121,21 @@ int main(void)
 	mdb_cursor_close(cur);
 	EXPECT_ERR(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
 
+	/* A huge MDB_RESERVE, a cursor renewed into a write txn, a parent
+	 * from another environment. */
+	EXPECT_OK(mdb_txn_begin(env, NULL, 0, &txn));
+	k.mv_size = 1;
+	k.mv_data = "r";
+	v.mv_size = (size_t)1 << 40;
+	v.mv_data = NULL;
+	EXPECT_ERR(mdb_put(txn, dbi, &k, &v, MDB_RESERVE));
+	EXPECT_OK(mdb_cursor_open(txn, dbi, &cur));
+	EXPECT_ERR(mdb_cursor_renew(txn, cur));
+	EXPECT_ERR(mdb_cursor_put(cur, &k, NULL, 0));
+	EXPECT_ERR(mdb_cursor_put(cur, &k, &v, MDB_CURRENT)); /* unpositioned */
+	mdb_txn_abort(txn);
+	EXPECT_ERR(mdb_cursor_get(cur, &k, &v, MDB_FIRST)); /* freed with its txn */
+
 	/* A committed transaction is a dead handle. */
 	dead = txn;
 	EXPECT_ERR(mdb_txn_commit(dead));
@@ -143,6 +158,7 @@ int main(void)
 	EXPECT_OK(mdb_txn_begin(env, NULL, 0, &txn));
 	EXPECT_ERR(mdb_get(txn, dbi2, &k, &v));
 	EXPECT_ERR(mdb_put(txn, dbi2, &k, &v, 0));
+	EXPECT_ERR(mdb_txn_begin(env2, txn, 0, &dead)); /* parent of another env */
 	mdb_txn_abort(txn);
 
 	/* A closed environment. */
