@@ -1,6 +1,6 @@
 //! The table of live handles. Every handle this library gives out is a
 //! `Box` turned into a raw pointer and registered here with its kind; a
-//! pointer is dereferenced only after [`check`] finds it registered with
+//! pointer is dereferenced only after `check` finds it registered with
 //! the expected kind, so a NULL, closed, freed or foreign handle gives
 //! `EINVAL` instead of undefined behaviour.
 
