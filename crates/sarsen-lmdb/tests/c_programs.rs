@@ -166,6 +166,15 @@ fn mtest5_c() {
 }
 
 #[test]
+fn readme_example_c() {
+    if !have_cc() {
+        eprintln!("skipping example.c: no C compiler (cc)");
+        return;
+    }
+    run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/example.c"));
+}
+
+#[test]
 fn abuse_c() {
     if !have_cc() {
         eprintln!("skipping abuse.c: no C compiler (cc)");
