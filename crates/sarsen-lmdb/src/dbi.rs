@@ -63,7 +63,9 @@ fn open_once(
     flags: c_uint,
     o: &DbOptions,
 ) -> CResult<Database> {
-    match t.state.as_mut() {
+    // Shared access for a read transaction: its cursors may hold borrows
+    // of the `RoTxn` (see `cursor.rs`).
+    match t.state.as_ref() {
         // As LMDB: creating in a read transaction is EACCES (when missing).
         Some(State::Ro(r)) => {
             r.open_db_with(name, o)

@@ -121,6 +121,11 @@ impl MDB_txn {
     /// Write access: `EACCES` in a read transaction (as LMDB).
     pub(crate) fn rw(&mut self) -> CResult<&mut RwTxn<'static>> {
         self.usable()?;
+        if self.rdonly {
+            // Checked without `&mut` to the state: a read transaction's
+            // cursors may hold borrows of its `RoTxn`.
+            return Err(libc::EACCES);
+        }
         match self.state.as_mut() {
             Some(State::Rw(t)) => Ok(t),
             Some(State::Nested(t)) => Ok(t),
