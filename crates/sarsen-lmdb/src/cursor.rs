@@ -1,0 +1,709 @@
+//! `MDB_cursor`: a cursor handle.
+//!
+//! A Sarsen cursor borrows its transaction, and a write cursor borrows it
+//! mutably, while LMDB lets a program interleave several cursors with
+//! `mdb_put`/`mdb_del` in one transaction. So a cursor handle keeps its
+//! position as a copy of the pair it stands on, and each call opens a
+//! Sarsen [`Cursor`] on the transaction, seeks back to that pair, moves,
+//! and saves the new pair. When the pair has gone (deleted through this
+//! cursor or another path) the cursor stands on the pair that followed it,
+//! as an LMDB cursor does after `mdb_cursor_del`.
+
+use std::ffi::{c_int, c_uint};
+use std::ptr;
+
+use sarsen::{Cursor, Database, Entry};
+
+use crate::consts::*;
+use crate::dbi::{is_dup, put, reserve};
+use crate::error::to_code;
+use crate::handles::{self, Kind};
+use crate::txn::{txn_mut, MDB_txn, View};
+use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_val};
+
+/// Where a cursor stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pos {
+    /// Never positioned, or a failed `MDB_SET*`/`MDB_GET_BOTH*`.
+    Unset,
+    /// On the saved pair.
+    At,
+    /// The saved pair was deleted through this cursor: on the pair after it.
+    Deleted,
+}
+
+/// A cursor handle (LMDB's `MDB_cursor`), from [`mdb_cursor_open`].
+pub struct MDB_cursor {
+    /// The transaction, NULL once a read transaction ended (until
+    /// `mdb_cursor_renew`).
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    db: Database,
+    dup: bool,
+    pos: Pos,
+    key: Vec<u8>,
+    val: Vec<u8>,
+    /// The values `MDB_GET_MULTIPLE` returned (the Sarsen cursor's buffer
+    /// dies with it).
+    multi: Vec<u8>,
+    /// In a read transaction, after a successful move: the Sarsen cursor
+    /// standing on the saved pair, kept so the next call need not seek
+    /// (the snapshot cannot change under it). Its borrow of the
+    /// transaction's boxed `RoTxn` is erased; it is dropped before that
+    /// transaction ends or is reset (`clear_live`), and whenever a move
+    /// fails (the Sarsen cursor's state after a failed move is not
+    /// LMDB's).
+    live: Option<Box<Cursor<'static>>>,
+}
+
+/// Where a restored Sarsen cursor stands.
+enum Restored<'a> {
+    Unset,
+    /// On the saved pair.
+    Exact(Entry<'a>),
+    /// The saved pair is gone; on the pair after it (`None`: past the end).
+    Ahead(Option<Entry<'a>>),
+}
+
+fn err(e: sarsen::Error) -> c_int {
+    to_code(&e)
+}
+
+impl MDB_cursor {
+    /// Saves the position `e` (its value only in a DUPSORT database: a
+    /// key alone finds a pair elsewhere).
+    fn save(&mut self, e: Entry<'_>) {
+        self.pos = Pos::At;
+        self.key.clear();
+        self.key.extend_from_slice(e.0);
+        if self.dup {
+            self.val.clear();
+            self.val.extend_from_slice(e.1);
+        }
+    }
+
+    /// Seeks `c` back to the saved position.
+    fn restore<'a>(&self, c: &mut Cursor<'a>) -> CResult<Restored<'a>> {
+        self.restore_from(c, false)
+    }
+
+    /// [`restore`](Self::restore); `live`: `c` is the kept cursor, on the
+    /// saved pair already.
+    fn restore_from<'a>(&self, c: &mut Cursor<'a>, live: bool) -> CResult<Restored<'a>> {
+        if self.pos == Pos::Unset {
+            return Ok(Restored::Unset);
+        }
+        if live && self.pos == Pos::At {
+            if let Some(e) = c.current().map_err(err)? {
+                return Ok(Restored::Exact(e));
+            }
+        }
+        let (k, v) = (&self.key[..], &self.val[..]);
+        if self.dup {
+            if self.pos == Pos::At {
+                if let Some(e) = c.seek_both(k, v).map_err(err)? {
+                    return Ok(Restored::Exact(e));
+                }
+            }
+            if let Some(e) = c.seek_both_range(k, v).map_err(err)? {
+                if self.pos == Pos::At || e.1 != v {
+                    return Ok(Restored::Ahead(Some(e)));
+                }
+                return Ok(Restored::Ahead(c.next().map_err(err)?));
+            }
+            return Ok(Restored::Ahead(match c.seek(k).map_err(err)? {
+                Some((k2, _)) if k2 == k => c.next_nodup().map_err(err)?,
+                e => e,
+            }));
+        }
+        match c.seek(k).map_err(err)? {
+            Some(e) if e.0 == k && self.pos == Pos::At => Ok(Restored::Exact(e)),
+            Some(e) if e.0 == k => Ok(Restored::Ahead(c.next().map_err(err)?)),
+            e => Ok(Restored::Ahead(e)),
+        }
+    }
+}
+
+/// Drops the kept Sarsen cursor of each of `cursors` (their read
+/// transaction is being reset or ended).
+///
+/// # Safety
+///
+/// Each pointer is a live cursor handle.
+pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
+    for &c in cursors {
+        // SAFETY: live per the contract.
+        unsafe { (*c).live = None };
+    }
+}
+
+/// Frees cursor `c` (`free`) or detaches it from its ended transaction.
+///
+/// # Safety
+///
+/// `c` is a live, registered cursor handle.
+pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
+    if detach_only {
+        // SAFETY: live per the contract.
+        unsafe {
+            (*c).live = None;
+            (*c).txn = ptr::null_mut();
+        }
+    } else if handles::unregister(c, Kind::Cursor) {
+        // SAFETY: registered until just now: a `Box<MDB_cursor>` we gave out.
+        drop(unsafe { Box::from_raw(c) });
+    }
+}
+
+/// The cursor handle behind `p`, or `EINVAL`.
+///
+/// # Safety
+///
+/// As every C entry point: a cursor is used by one thread at a time.
+unsafe fn cursor_mut<'a>(p: *mut MDB_cursor) -> CResult<&'a mut MDB_cursor> {
+    handles::check(p, Kind::Cursor)?;
+    // SAFETY: registered: a live `Box<MDB_cursor>`.
+    Ok(unsafe { &mut *p })
+}
+
+/// The cursor and its transaction (`EINVAL` when detached).
+///
+/// # Safety
+///
+/// As [`cursor_mut`].
+unsafe fn parts<'a>(p: *mut MDB_cursor) -> CResult<(&'a mut MDB_cursor, &'a mut MDB_txn)> {
+    // SAFETY: forwarded.
+    let c = unsafe { cursor_mut(p) }?;
+    if c.txn.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: a cursor's transaction is live while `txn` is set (ending
+    // a transaction detaches or frees its cursors).
+    let t = unsafe { txn_mut(c.txn) }?;
+    Ok((c, t))
+}
+
+/// Opens a cursor on database `dbi` (`mdb_cursor_open`).
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle; `cursor` NULL (`EINVAL`) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_open(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    cursor: *mut *mut MDB_cursor,
+) -> c_int {
+    guard(|| {
+        if cursor.is_null() {
+            return libc::EINVAL;
+        }
+        let r = (|| {
+            // SAFETY: checked.
+            let t = unsafe { txn_mut(txn) }?;
+            let db = t.db(dbi)?;
+            let dup = is_dup(t, db)?;
+            let c = Box::into_raw(Box::new(MDB_cursor {
+                txn,
+                dbi,
+                db,
+                dup,
+                pos: Pos::Unset,
+                key: Vec::new(),
+                val: Vec::new(),
+                multi: Vec::new(),
+                live: None,
+            }));
+            handles::register(c, Kind::Cursor);
+            t.cursors.push(c);
+            // SAFETY: non-NULL, writable per the contract.
+            unsafe { cursor.write(c) };
+            Ok(())
+        })();
+        code(r)
+    })
+}
+
+/// Closes a cursor (`mdb_cursor_close`). A cursor of a write transaction
+/// is closed by the transaction's end already; closing it again is a
+/// no-op here (undefined in LMDB).
+///
+/// # Safety
+///
+/// `cursor` is a cursor handle, not used after this call.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
+    guard_or((), || {
+        // SAFETY: checked.
+        let Ok(c) = (unsafe { cursor_mut(cursor) }) else {
+            return;
+        };
+        if !c.txn.is_null() {
+            // SAFETY: live while `txn` is set.
+            if let Ok(t) = unsafe { txn_mut(c.txn) } {
+                t.cursors.retain(|&p| !ptr::eq(p, cursor));
+            }
+        }
+        // SAFETY: live and registered.
+        unsafe { free_cursor(cursor, false) };
+    })
+}
+
+/// Attaches a read-only cursor to read transaction `txn` (`mdb_cursor_renew`).
+///
+/// # Safety
+///
+/// `txn` is a live read transaction handle, `cursor` a cursor handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cursor) -> c_int {
+    guard(|| {
+        let r = (|| {
+            // SAFETY: checked.
+            let c = unsafe { cursor_mut(cursor) }?;
+            // SAFETY: checked.
+            let t = unsafe { txn_mut(txn) }?;
+            if !t.rdonly {
+                return Err(libc::EINVAL);
+            }
+            if !c.txn.is_null() {
+                // SAFETY: live while set.
+                if let Ok(old) = unsafe { txn_mut(c.txn) } {
+                    old.cursors.retain(|&p| !ptr::eq(p, cursor));
+                }
+            }
+            c.db = t.db(c.dbi)?;
+            c.dup = is_dup(t, c.db)?;
+            c.txn = txn;
+            c.pos = Pos::Unset;
+            c.live = None;
+            t.cursors.push(cursor);
+            Ok(())
+        })();
+        code(r)
+    })
+}
+
+/// The cursor's transaction (`mdb_cursor_txn`); NULL if invalid or detached.
+///
+/// # Safety
+///
+/// `cursor` is a cursor handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_txn(cursor: *mut MDB_cursor) -> *mut MDB_txn {
+    guard_or(ptr::null_mut(), || {
+        // SAFETY: checked.
+        unsafe { cursor_mut(cursor) }.map_or(ptr::null_mut(), |c| c.txn)
+    })
+}
+
+/// The cursor's database (`mdb_cursor_dbi`); 0 if invalid.
+///
+/// # Safety
+///
+/// `cursor` is a cursor handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_dbi(cursor: *mut MDB_cursor) -> MDB_dbi {
+    guard_or(0, || {
+        // SAFETY: checked.
+        unsafe { cursor_mut(cursor) }.map_or(0, |c| c.dbi)
+    })
+}
+
+/// Moves the cursor (`mdb_cursor_get`). Every operation of LMDB 0.9 but
+/// `MDB_PREV_MULTIPLE` (`ENOTSUP`). As in LMDB, a move past either end
+/// gives `MDB_NOTFOUND` and leaves the cursor where it was, and a failed
+/// `MDB_SET`/`MDB_SET_KEY`/`MDB_SET_RANGE`/`MDB_GET_BOTH*` leaves it
+/// unpositioned.
+///
+/// # Safety
+///
+/// `cursor` is a cursor handle; `key` and `data` are NULL or point to
+/// `MDB_val`s (inputs for the `SET`/`GET_BOTH` operations describe
+/// readable bytes). Returned bytes stay valid until the transaction ends
+/// or writes.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_get(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> c_int {
+    guard(|| {
+        let r = (|| {
+            // SAFETY: checked.
+            let (c, t) = unsafe { parts(cursor) }?;
+            // SAFETY: forwarded contract.
+            unsafe { get(c, t, key, data, op) }
+        })();
+        code(r)
+    })
+}
+
+/// Reads the input `MDB_val` at `p` (`EINVAL` if NULL).
+///
+/// # Safety
+///
+/// `p` is NULL or points to an `MDB_val` describing readable bytes.
+unsafe fn input<'b>(p: *const MDB_val) -> CResult<&'b [u8]> {
+    if p.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { MDB_val::bytes(&*p) })
+}
+
+/// Reads the input key at `p`: `EINVAL` if NULL, `MDB_BAD_VALSIZE` if empty.
+///
+/// # Safety
+///
+/// As [`input`].
+unsafe fn input_key<'b>(p: *const MDB_val) -> CResult<&'b [u8]> {
+    if p.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: per the contract.
+    unsafe { MDB_val::key(&*p) }
+}
+
+/// # Safety
+///
+/// As [`mdb_cursor_get`].
+unsafe fn get(
+    c: &mut MDB_cursor,
+    t: &mut MDB_txn,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> CResult<()> {
+    let v = t.view()?;
+    let ro = matches!(v, View::Ro(_));
+    let kept = c.live.take().filter(|_| ro && c.pos == Pos::At);
+    let live = kept.is_some();
+    // Boxed: the cursor is large, and kept ones move in and out of `live`.
+    let mut sc: Box<Cursor<'_>> = match kept {
+        Some(k) => k,
+        None => Box::new(v.cursor(c.db).map_err(err)?),
+    };
+    let mut set_key = true;
+    let found: Option<Entry<'_>> = match op {
+        MDB_FIRST => sc.first().map_err(err)?,
+        MDB_LAST => sc.last().map_err(err)?,
+        MDB_NEXT | MDB_NEXT_DUP | MDB_NEXT_NODUP => match c.restore_from(&mut sc, live)? {
+            Restored::Unset => sc.first().map_err(err)?,
+            Restored::Exact(_) => match op {
+                MDB_NEXT => sc.next(),
+                MDB_NEXT_DUP => sc.next_dup(),
+                _ => sc.next_nodup(),
+            }
+            .map_err(err)?,
+            Restored::Ahead(Some(e)) if op == MDB_NEXT_NODUP && e.0 == &c.key[..] => {
+                sc.next_nodup().map_err(err)?
+            }
+            Restored::Ahead(Some(e)) if op == MDB_NEXT_DUP && e.0 != &c.key[..] => None,
+            Restored::Ahead(e) => e,
+        },
+        MDB_PREV | MDB_PREV_DUP | MDB_PREV_NODUP => match c.restore_from(&mut sc, live)? {
+            Restored::Unset => sc.last().map_err(err)?,
+            Restored::Exact(_) | Restored::Ahead(Some(_)) => match op {
+                MDB_PREV => sc.prev(),
+                MDB_PREV_DUP => sc.prev_dup(),
+                _ => sc.prev_nodup(),
+            }
+            .map_err(err)?,
+            Restored::Ahead(None) if op == MDB_PREV_DUP => None,
+            Restored::Ahead(None) => sc.last().map_err(err)?,
+        },
+        MDB_FIRST_DUP | MDB_LAST_DUP => match c.restore_from(&mut sc, live)? {
+            Restored::Exact(_) if op == MDB_FIRST_DUP => sc.first_dup().map_err(err)?,
+            Restored::Exact(_) => sc.last_dup().map_err(err)?,
+            _ => return Err(libc::EINVAL),
+        },
+        MDB_GET_CURRENT => match c.restore_from(&mut sc, live)? {
+            Restored::Unset => return Err(libc::EINVAL),
+            Restored::Exact(e) => Some(e),
+            Restored::Ahead(e) => e,
+        },
+        MDB_SET | MDB_SET_KEY | MDB_SET_RANGE => {
+            // SAFETY: per the contract.
+            let k = unsafe { input_key(key) }?;
+            set_key = op != MDB_SET;
+            let e = sc.seek(k).map_err(err)?;
+            match e {
+                Some(e) if op == MDB_SET_RANGE || e.0 == k => Some(e),
+                _ => {
+                    c.pos = Pos::Unset;
+                    None
+                }
+            }
+        }
+        MDB_GET_BOTH | MDB_GET_BOTH_RANGE => {
+            // SAFETY: per the contract.
+            let (k, d) = unsafe { (input_key(key)?, input(data)?) };
+            set_key = false;
+            if !c.dup {
+                return Err(MDB_INCOMPATIBLE); // as LMDB
+            }
+            let e = if op == MDB_GET_BOTH {
+                sc.seek_both(k, d)
+            } else {
+                sc.seek_both_range(k, d)
+            }
+            .map_err(err)?;
+            if e.is_none() {
+                c.pos = Pos::Unset;
+            }
+            e
+        }
+        MDB_GET_MULTIPLE | MDB_NEXT_MULTIPLE => {
+            let m = match (op, c.restore_from(&mut sc, live)?) {
+                (MDB_GET_MULTIPLE, Restored::Exact(_)) => sc.get_multiple(),
+                (MDB_GET_MULTIPLE, _) => return Err(libc::EINVAL),
+                (_, Restored::Unset) => match sc.first().map_err(err)? {
+                    Some(_) => sc.get_multiple(),
+                    None => Ok(None),
+                },
+                (_, Restored::Exact(_)) => sc.next_multiple(),
+                (_, Restored::Ahead(Some(e))) if e.0 == &c.key[..] => sc.get_multiple(),
+                (_, Restored::Ahead(_)) => Ok(None),
+            }
+            .map_err(err)?;
+            let Some((k, vals)) = m else {
+                return Err(MDB_NOTFOUND);
+            };
+            c.multi.clear();
+            c.multi.extend_from_slice(vals);
+            if let Some(e) = sc.current().map_err(err)? {
+                c.save(e);
+            }
+            // SAFETY: NULL or writable per the contract.
+            unsafe {
+                store(key, MDB_val::of(k));
+                store(data, MDB_val::of(&c.multi));
+            }
+            return Ok(());
+        }
+        MDB_PREV_MULTIPLE => return Err(libc::ENOTSUP),
+        _ => return Err(libc::EINVAL),
+    };
+    let Some(e) = found else {
+        if matches!(op, MDB_FIRST | MDB_LAST) {
+            c.pos = Pos::Unset;
+        }
+        return Err(MDB_NOTFOUND);
+    };
+    c.save(e);
+    if ro {
+        // SAFETY: lifetime erasure; see the `live` field: the borrowed
+        // `RoTxn` is boxed and outlives the kept cursor.
+        c.live = Some(unsafe { std::mem::transmute::<Box<Cursor<'_>>, Box<Cursor<'static>>>(sc) });
+    }
+    // SAFETY: NULL or writable per the contract.
+    unsafe {
+        if set_key {
+            store(key, MDB_val::of(e.0));
+        }
+        store(data, MDB_val::of(e.1));
+    }
+    Ok(())
+}
+
+/// Stores a pair through the cursor and stands on it (`mdb_cursor_put`),
+/// with `mdb_put`'s flags plus `MDB_CURRENT` (replace the value under the
+/// cursor; `key` is then ignored) and `MDB_MULTIPLE` (DUPFIXED: `data[0]`
+/// gives the size and address of packed values, `data[1].mv_size` their
+/// count, set to the number stored), `MDB_RESERVE` as `mdb_put`.
+///
+/// # Safety
+///
+/// `cursor` is a cursor handle of a write transaction; `key` and `data`
+/// point to `MDB_val`s describing readable bytes (`data` to two with
+/// `MDB_MULTIPLE`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_put(
+    cursor: *mut MDB_cursor,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> c_int {
+    guard(|| {
+        if key.is_null() || data.is_null() {
+            return libc::EINVAL;
+        }
+        let r = (|| {
+            // SAFETY: checked.
+            let (c, t) = unsafe { parts(cursor) }?;
+            // SAFETY: forwarded contract.
+            unsafe { cursor_put(c, t, key, data, flags) }
+        })();
+        code(r)
+    })
+}
+
+/// # Safety
+///
+/// As [`mdb_cursor_put`], with `key` and `data` non-NULL.
+unsafe fn cursor_put(
+    c: &mut MDB_cursor,
+    t: &mut MDB_txn,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> CResult<()> {
+    let (db, dup) = (c.db, c.dup);
+    let w = t.rw()?;
+    if flags & MDB_MULTIPLE != 0 {
+        // SAFETY: two `MDB_val`s per the contract.
+        let (d0, d1) = unsafe { (*data, &mut *data.add(1)) };
+        // SAFETY: per the contract.
+        let k = unsafe { MDB_val::key(&*key) }?.to_vec();
+        let (size, count) = (d0.mv_size, d1.mv_size);
+        if !dup || size == 0 {
+            return Err(libc::EINVAL);
+        }
+        let mut done = 0;
+        let rest = flags & !(MDB_MULTIPLE | MDB_CURRENT);
+        let mut last = Vec::new();
+        for i in 0..count {
+            let mut one = MDB_val {
+                mv_size: size,
+                // SAFETY: `count` values of `size` bytes per the contract.
+                mv_data: unsafe { (d0.mv_data as *mut u8).add(i * size) }.cast(),
+            };
+            if let Err(e) = put(w, db, dup, &k, &mut one, rest & !MDB_RESERVE) {
+                d1.mv_size = done;
+                return Err(e);
+            }
+            // SAFETY: as above.
+            last = unsafe { MDB_val::bytes(&one) }.to_vec();
+            done += 1;
+        }
+        d1.mv_size = done;
+        c.key = k;
+        c.val = last;
+        c.pos = Pos::At;
+        return Ok(());
+    }
+    // SAFETY: per the contract.
+    let (k, d) = unsafe { (MDB_val::key(&*key)?.to_vec(), &mut *data) };
+    if flags & MDB_CURRENT != 0 {
+        if c.pos != Pos::At {
+            return Err(libc::EINVAL);
+        }
+        let ck = c.key.clone();
+        if dup {
+            w.delete_dup(db, &ck, &c.val).map_err(err)?;
+        }
+        let buf = put(w, db, dup, &ck, d, flags & !MDB_CURRENT)?;
+        // SAFETY: per the contract.
+        c.val = unsafe { MDB_val::bytes(d) }.to_vec();
+        if let Some(buf) = buf {
+            reserve(t, db, &ck, d, buf);
+        }
+        return Ok(());
+    }
+    let r = put(w, db, dup, &k, d, flags);
+    if matches!(r, Ok(_) | Err(MDB_KEYEXIST)) {
+        // SAFETY: per the contract (or the stored value, on MDB_KEYEXIST).
+        c.val = unsafe { MDB_val::bytes(d) }.to_vec();
+        c.pos = Pos::At;
+        c.key.clone_from(&k);
+    }
+    if let Some(buf) = r? {
+        reserve(t, db, &k, d, buf);
+    }
+    Ok(())
+}
+
+/// Deletes the pair under the cursor (`mdb_cursor_del`), or with
+/// `MDB_NODUPDATA` every value of its key. The cursor then stands on the
+/// pair that followed: `MDB_NEXT` returns it, `MDB_PREV` the one before.
+///
+/// # Safety
+///
+/// `cursor` is a cursor handle of a write transaction.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) -> c_int {
+    guard(|| {
+        let r = (|| {
+            // SAFETY: checked.
+            let (c, t) = unsafe { parts(cursor) }?;
+            if c.pos == Pos::Unset || flags & !MDB_NODUPDATA != 0 {
+                return Err(libc::EINVAL);
+            }
+            if c.pos == Pos::Deleted {
+                // As LMDB: the cursor stands on the pair after the one
+                // deleted, which goes now (`MDB_NOTFOUND` past the end).
+                let v = t.view()?;
+                let mut sc = v.cursor(c.db).map_err(err)?;
+                match c.restore(&mut sc)? {
+                    Restored::Ahead(Some(e)) | Restored::Exact(e) => c.save(e),
+                    _ => return Err(MDB_NOTFOUND),
+                }
+            }
+            let w = t.rw()?;
+            let found = if c.dup && flags & MDB_NODUPDATA == 0 {
+                w.delete_dup(c.db, &c.key, &c.val)
+            } else {
+                w.delete(c.db, &c.key)
+            }
+            .map_err(err)?;
+            if c.dup && flags & MDB_NODUPDATA != 0 {
+                // Every value went: resume at the next key's first value.
+                c.val.clear();
+            }
+            c.pos = Pos::Deleted;
+            // As LMDB: a cursor that deleted a database's last pair is
+            // unpositioned (EINVAL for GET_CURRENT and del, not NOTFOUND).
+            if t.view()?
+                .cursor(c.db)
+                .map_err(err)?
+                .first()
+                .map_err(err)?
+                .is_none()
+            {
+                c.pos = Pos::Unset;
+            }
+            if found {
+                Ok(())
+            } else {
+                Err(MDB_NOTFOUND)
+            }
+        })();
+        code(r)
+    })
+}
+
+/// The number of values of the key under the cursor (`mdb_cursor_count`;
+/// `MDB_INCOMPATIBLE` without DUPSORT, as LMDB).
+///
+/// # Safety
+///
+/// `cursor` is a cursor handle; `countp` NULL (`EINVAL`) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut usize) -> c_int {
+    guard(|| {
+        if countp.is_null() {
+            return libc::EINVAL;
+        }
+        let r = (|| {
+            // SAFETY: checked.
+            let (c, t) = unsafe { parts(cursor) }?;
+            if !c.dup {
+                return Err(MDB_INCOMPATIBLE); // as LMDB
+            }
+            let v = t.view()?;
+            let mut sc = v.cursor(c.db).map_err(err)?;
+            match c.restore(&mut sc)? {
+                Restored::Exact(_) => {}
+                Restored::Unset => return Err(libc::EINVAL),
+                Restored::Ahead(Some(_)) => {}
+                Restored::Ahead(None) => return Err(MDB_NOTFOUND),
+            }
+            let n = sc.dup_count().map_err(err)?;
+            // SAFETY: non-NULL, writable per the contract.
+            unsafe { store(countp, n as usize) };
+            Ok(())
+        })();
+        code(r)
+    })
+}

@@ -1,0 +1,549 @@
+//! Database handles and the non-cursor reads and writes: `mdb_dbi_*`,
+//! `mdb_stat`, `mdb_drop`, `mdb_get`, `mdb_put`, `mdb_del`, `mdb_cmp`.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+
+use sarsen::{Database, DbOptions, KeyOrder, RwTxn};
+
+use crate::consts::*;
+use crate::env::env_ref;
+use crate::error::to_code;
+use crate::txn::{txn_mut, MDB_txn, State};
+use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_env, MDB_stat, MDB_val};
+
+/// Flags `mdb_dbi_open` accepts.
+const DBI_FLAGS: c_uint = MDB_REVERSEKEY
+    | MDB_DUPSORT
+    | MDB_INTEGERKEY
+    | MDB_DUPFIXED
+    | MDB_INTEGERDUP
+    | MDB_REVERSEDUP
+    | MDB_CREATE;
+
+/// Sarsen's largest value, bytes (`Env::max_value_size`).
+const MAX_VALUE: usize = 0x7fff_ffff;
+
+/// Flags `mdb_put` accepts.
+const PUT_FLAGS: c_uint =
+    MDB_NOOVERWRITE | MDB_NODUPDATA | MDB_CURRENT | MDB_RESERVE | MDB_APPEND | MDB_APPENDDUP;
+
+fn err(e: sarsen::Error) -> c_int {
+    to_code(&e)
+}
+
+/// The `DbOptions` for `flags`; `int_key`/`int_dup` pick the width LMDB's
+/// integer flags leave open (Sarsen records one: 8 bytes, `size_t`,
+/// first, then 4, `unsigned int`).
+fn options(flags: c_uint, int_key: KeyOrder, int_dup: KeyOrder) -> DbOptions {
+    let mut o = DbOptions::new();
+    if flags & MDB_INTEGERKEY != 0 {
+        o = o.key_order(int_key);
+    } else if flags & MDB_REVERSEKEY != 0 {
+        o = o.key_order(KeyOrder::ReverseBytewise);
+    }
+    if flags & MDB_DUPSORT != 0 {
+        let d = if flags & MDB_INTEGERDUP != 0 {
+            int_dup
+        } else if flags & MDB_REVERSEDUP != 0 {
+            KeyOrder::ReverseBytewise
+        } else {
+            KeyOrder::Bytewise
+        };
+        o = o.dup_sort(d);
+        if flags & (MDB_DUPFIXED | MDB_INTEGERDUP) != 0 {
+            o = o.dup_fixed();
+        }
+    }
+    o
+}
+
+fn open_once(
+    t: &mut MDB_txn,
+    name: Option<&str>,
+    flags: c_uint,
+    o: &DbOptions,
+) -> CResult<Database> {
+    // Shared access for a read transaction: its cursors may hold borrows
+    // of the `RoTxn` (see `cursor.rs`).
+    match t.state.as_ref() {
+        // As LMDB: creating in a read transaction is EACCES (when missing).
+        Some(State::Ro(r)) => {
+            r.open_db_with(name, o)
+                .map_err(err)?
+                .ok_or(if flags & MDB_CREATE != 0 {
+                    libc::EACCES
+                } else {
+                    MDB_NOTFOUND
+                })
+        }
+        _ => {
+            let w = t.rw()?;
+            if flags & MDB_CREATE != 0 {
+                w.create_db_with(name, o).map_err(err)
+            } else {
+                w.open_db_with(name, o).map_err(err)?.ok_or(MDB_NOTFOUND)
+            }
+        }
+    }
+}
+
+/// Opens (with `MDB_CREATE`, creates) a database (`mdb_dbi_open`); a NULL
+/// `name` is the main database. See the README for the flag mapping:
+/// `MDB_INTEGERKEY`/`MDB_INTEGERDUP` databases are created with 8-byte
+/// (`size_t`) integers; an existing one recorded with 4-byte integers is
+/// opened as such.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle; `name` NULL or NUL-terminated;
+/// `dbi` NULL (`EINVAL`) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dbi_open(
+    txn: *mut MDB_txn,
+    name: *const c_char,
+    flags: c_uint,
+    dbi: *mut MDB_dbi,
+) -> c_int {
+    guard(|| {
+        if dbi.is_null() || flags & !DBI_FLAGS != 0 {
+            return libc::EINVAL;
+        }
+        // SAFETY: checked.
+        let t = match unsafe { txn_mut(txn) } {
+            Ok(t) => t,
+            Err(e) => return e,
+        };
+        let name = if name.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL, NUL-terminated per the contract.
+            match unsafe { CStr::from_ptr(name) }.to_str() {
+                Ok(s) => Some(s),
+                Err(_) => return libc::EINVAL,
+            }
+        };
+        let widths = [KeyOrder::U64, KeyOrder::U32];
+        let mut last = MDB_NOTFOUND;
+        for k in &widths {
+            for d in &widths {
+                let o = options(flags, k.clone(), d.clone());
+                match open_once(t, name, flags, &o) {
+                    Ok(db) => {
+                        let n = t.envh().dbi_of(db, name.is_none());
+                        // SAFETY: non-NULL, writable per the contract.
+                        unsafe { dbi.write(n) };
+                        return MDB_SUCCESS;
+                    }
+                    Err(MDB_INCOMPATIBLE) => last = MDB_INCOMPATIBLE,
+                    Err(e) => return e,
+                }
+            }
+        }
+        last
+    })
+}
+
+/// Runs `f` on transaction `txn` and the database of `dbi`.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle.
+unsafe fn with_db(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    f: impl FnOnce(&mut MDB_txn, Database) -> CResult<()>,
+) -> c_int {
+    guard(|| {
+        // SAFETY: checked.
+        let r = unsafe { txn_mut(txn) }.and_then(|t| {
+            let db = t.db(dbi)?;
+            f(t, db)
+        });
+        code(r)
+    })
+}
+
+/// Statistics of a database (`mdb_stat`).
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle; `stat` NULL (`EINVAL`) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MDB_stat) -> c_int {
+    if stat.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_db(txn, dbi, |t, db| {
+            let s = t.view()?.stat(db).map_err(err)?;
+            // SAFETY: non-NULL, writable per the contract.
+            store(stat, MDB_stat::from(s));
+            Ok(())
+        })
+    }
+}
+
+fn order_flags(o: &KeyOrder, reverse: c_uint, integer: c_uint) -> c_uint {
+    match o {
+        KeyOrder::ReverseBytewise => reverse,
+        KeyOrder::U32 | KeyOrder::U64 => integer,
+        _ => 0,
+    }
+}
+
+/// The flags a database records (`mdb_dbi_flags`), as `mdb_dbi_open` takes them.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle; `flags` NULL (`EINVAL`) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dbi_flags(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    flags: *mut c_uint,
+) -> c_int {
+    if flags.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_db(txn, dbi, |t, db| {
+            let v = t.view()?;
+            let mut f = order_flags(
+                &v.key_order(db).map_err(err)?,
+                MDB_REVERSEKEY,
+                MDB_INTEGERKEY,
+            );
+            if let Some(d) = v.dup_mode(db).map_err(err)? {
+                f |= MDB_DUPSORT | order_flags(&d.order, MDB_REVERSEDUP, MDB_INTEGERDUP);
+                if d.fixed {
+                    f |= MDB_DUPFIXED;
+                }
+            }
+            // SAFETY: non-NULL, writable per the contract.
+            store(flags, f);
+            Ok(())
+        })
+    }
+}
+
+/// Forgets a database handle number (`mdb_dbi_close`). As in LMDB this is
+/// rarely needed; the number may be given out again.
+///
+/// # Safety
+///
+/// `env` is an environment handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
+    guard_or((), || {
+        // SAFETY: checked.
+        if let Ok(h) = unsafe { env_ref(env) } {
+            h.forget_dbi(dbi);
+        }
+    })
+}
+
+/// Empties a database (`del` 0) or deletes it and closes its handle
+/// (`del` 1; on the main database, empties it) (`mdb_drop`).
+///
+/// # Safety
+///
+/// `txn` is a live write transaction handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_db(txn, dbi, |t, db| {
+            let w = t.rw()?;
+            if del != 0 && dbi >= 2 {
+                w.drop_db(db).map_err(err)?;
+                t.envh().forget_dbi(dbi);
+                Ok(())
+            } else {
+                w.clear_db(db).map_err(err)
+            }
+        })
+    }
+}
+
+/// Reads a key's value (its first value, in a DUPSORT database) into
+/// `*data` (`mdb_get`); `MDB_NOTFOUND` if absent. The bytes stay valid
+/// until the transaction ends or writes.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle; `key` points to an `MDB_val`
+/// describing readable bytes; `data` is writable. Either NULL: `EINVAL`.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_get(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> c_int {
+    if key.is_null() || data.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_db(txn, dbi, |t, db| {
+            // SAFETY: non-NULL and valid per the contract.
+            let k = MDB_val::key(&*key)?;
+            let v = t.view()?.get(db, k).map_err(err)?.ok_or(MDB_NOTFOUND)?;
+            store(data, MDB_val::of(v));
+            Ok(())
+        })
+    }
+}
+
+/// Whether `db` is DUPSORT in `t`'s view.
+pub(crate) fn is_dup(t: &MDB_txn, db: Database) -> CResult<bool> {
+    Ok(t.view()?.dup_mode(db).map_err(err)?.is_some())
+}
+
+/// Puts `key`/`*data` with LMDB's `flags` (shared by `mdb_put` and
+/// `mdb_cursor_put`). With `MDB_NOOVERWRITE` on an existing key, `*data`
+/// gets the value there and the result is `MDB_KEYEXIST`.
+pub(crate) fn put(
+    w: &mut RwTxn<'static>,
+    db: Database,
+    dup: bool,
+    key: &[u8],
+    data: &mut MDB_val,
+    flags: c_uint,
+) -> CResult<Option<Vec<u8>>> {
+    if flags & MDB_RESERVE != 0 {
+        // Put zeros now (so that size, order and NOOVERWRITE errors come
+        // from this call), hand the program a buffer, store it later.
+        if dup {
+            return Err(libc::EINVAL);
+        }
+        if data.mv_size > MAX_VALUE {
+            return Err(MDB_BAD_VALSIZE); // before allocating it
+        }
+        let zeros = vec![0u8; data.mv_size];
+        let mut z = MDB_val::of(&zeros);
+        let r = put(w, db, dup, key, &mut z, flags & !MDB_RESERVE);
+        if r == Err(MDB_KEYEXIST) {
+            *data = z;
+        }
+        r?;
+        return Ok(Some(zeros));
+    }
+    // SAFETY: the caller of the C function promises `data` describes
+    // readable bytes.
+    let val = unsafe { MDB_val::bytes(data) };
+    if flags & MDB_NOOVERWRITE != 0 {
+        return match w.put_no_overwrite(db, key, val).map_err(err)? {
+            Some(old) => {
+                *data = MDB_val::of(old);
+                Err(MDB_KEYEXIST)
+            }
+            None => Ok(None),
+        };
+    }
+    if dup && flags & MDB_NODUPDATA != 0 {
+        return match w.put_no_dup_data(db, key, val).map_err(err)? {
+            true => Ok(None),
+            false => Err(MDB_KEYEXIST),
+        };
+    }
+    let r = if dup && flags & MDB_APPENDDUP != 0 {
+        w.append_dup(db, key, val)
+    } else if flags & MDB_APPEND != 0 {
+        w.append(db, key, val)
+    } else {
+        w.put(db, key, val)
+    };
+    r.map_err(err).map(|()| None)
+}
+
+/// Records the buffer of an `MDB_RESERVE` put in `t` and points `*data` at it.
+pub(crate) fn reserve(t: &mut MDB_txn, db: Database, key: &[u8], data: &mut MDB_val, buf: Vec<u8>) {
+    let r = t.reserved.insert((db, key.to_vec(), buf));
+    *data = MDB_val {
+        mv_size: r.2.len(),
+        mv_data: r.2.as_mut_ptr().cast(),
+    };
+}
+
+/// Stores a key/value pair (`mdb_put`) with flags `MDB_NOOVERWRITE`,
+/// `MDB_NODUPDATA`, `MDB_APPEND`, `MDB_APPENDDUP`, `MDB_CURRENT`
+/// (treated as a plain put), `MDB_RESERVE` (not in a DUPSORT database:
+/// `*data` gets a zeroed buffer of `mv_size` bytes to fill before the next
+/// call on the transaction, which stores it).
+///
+/// # Safety
+///
+/// `txn` is a live write transaction handle; `key` and `data` point to
+/// `MDB_val`s describing readable bytes (NULL: `EINVAL`).
+#[no_mangle]
+pub unsafe extern "C" fn mdb_put(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    flags: c_uint,
+) -> c_int {
+    if key.is_null() || data.is_null() || flags & !PUT_FLAGS != 0 {
+        return libc::EINVAL;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_db(txn, dbi, |t, db| {
+            let dup = is_dup(t, db)?;
+            // SAFETY: non-NULL and valid per the contract.
+            let k = MDB_val::key(&*key)?;
+            if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
+                reserve(t, db, k, &mut *data, buf);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Deletes a key with all its values, or with `data` in a DUPSORT
+/// database only that pair (`mdb_del`); `data` is ignored otherwise, as in
+/// LMDB. `MDB_NOTFOUND` if absent.
+///
+/// # Safety
+///
+/// `txn` is a live write transaction handle; `key` points to an
+/// `MDB_val` (NULL: `EINVAL`); `data` is NULL or points to one.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_del(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+) -> c_int {
+    if key.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        with_db(txn, dbi, |t, db| {
+            let dup = is_dup(t, db)?;
+            // SAFETY: non-NULL and valid per the contract.
+            let k = MDB_val::key(&*key)?;
+            let w = t.rw()?;
+            let found = if dup && !data.is_null() {
+                // SAFETY: non-NULL and valid per the contract.
+                w.delete_dup(db, k, MDB_val::bytes(&*data))
+            } else {
+                w.delete(db, k)
+            }
+            .map_err(err)?;
+            if found {
+                Ok(())
+            } else {
+                Err(MDB_NOTFOUND)
+            }
+        })
+    }
+}
+
+/// Compares `a` and `b` as keys of `dbi` (`mdb_cmp`) or, with `dup`, as
+/// its duplicate values.
+///
+/// # Safety
+///
+/// As [`mdb_cmp`].
+unsafe fn compare(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+    dup: bool,
+) -> c_int {
+    if a.is_null() || b.is_null() {
+        return 0;
+    }
+    guard_or(0, || {
+        // SAFETY: checked.
+        let Ok(t) = (unsafe { txn_mut(txn) }) else {
+            return 0;
+        };
+        let Ok(db) = t.db(dbi) else { return 0 };
+        let Ok(v) = t.view() else { return 0 };
+        let order = if dup {
+            match v.dup_mode(db) {
+                Ok(Some(d)) => d.order,
+                _ => KeyOrder::Bytewise,
+            }
+        } else {
+            v.key_order(db).unwrap_or_default()
+        };
+        // SAFETY: non-NULL and valid per the contract.
+        let (a, b) = unsafe { (MDB_val::bytes(&*a), MDB_val::bytes(&*b)) };
+        order.compare(a, b) as c_int
+    })
+}
+
+/// Compares two keys in the order of database `dbi` (`mdb_cmp`): <0, 0, >0.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle; `a` and `b` point to `MDB_val`s
+/// describing readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_cmp(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { compare(txn, dbi, a, b, false) }
+}
+
+/// Compares two values in the duplicate order of DUPSORT database `dbi`
+/// (`mdb_dcmp`).
+///
+/// # Safety
+///
+/// As [`mdb_cmp`].
+#[no_mangle]
+pub unsafe extern "C" fn mdb_dcmp(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    a: *const MDB_val,
+    b: *const MDB_val,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { compare(txn, dbi, a, b, true) }
+}
+
+/// Accepts a relocation function (`mdb_set_relfunc`): Sarsen never maps
+/// at a fixed address, so it is never called.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_set_relfunc(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    rel: Option<crate::MDB_rel_func>,
+) -> c_int {
+    let _ = rel;
+    // SAFETY: forwarded contract.
+    unsafe { with_db(txn, dbi, |_, _| Ok(())) }
+}
+
+/// Accepts a relocation context (`mdb_set_relctx`); see [`mdb_set_relfunc`].
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_set_relctx(
+    txn: *mut MDB_txn,
+    dbi: MDB_dbi,
+    ctx: *mut c_void,
+) -> c_int {
+    let _ = ctx;
+    // SAFETY: forwarded contract.
+    unsafe { with_db(txn, dbi, |_, _| Ok(())) }
+}

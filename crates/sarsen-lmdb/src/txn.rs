@@ -1,0 +1,419 @@
+//! `MDB_txn`: a transaction handle owning a Sarsen transaction.
+//!
+//! Lifetimes: Sarsen's transactions borrow the [`sarsen::Env`]. The `Env`
+//! is boxed by the environment handle and reached as `&'static Env` (see
+//! [`MDB_env::env`](crate::env::MDB_env)); it is freed only by
+//! `mdb_env_close` when the handle's count of live transactions is zero,
+//! so a transaction's `'static` borrow never outlives it. A nested
+//! transaction borrows its parent's `RwTxn`, which is boxed (its address
+//! never changes) and not touched while the child lives: every call on a
+//! transaction with a live child gives `MDB_BAD_TXN`, and ending a parent
+//! ends its child first.
+
+use std::ffi::{c_int, c_uint};
+use std::ptr;
+use std::sync::atomic::Ordering;
+
+use sarsen::{Cursor, Database, DupMode, InactiveRoTxn, KeyOrder, NestedTxn, RoTxn, RwTxn, Stat};
+
+use crate::consts::*;
+use crate::cursor::{clear_live, free_cursor, MDB_cursor};
+use crate::env::{env_ref, MDB_env};
+use crate::error::to_code;
+use crate::handles::{self, Kind};
+use crate::{guard, guard_or, CResult};
+
+/// What a transaction handle holds.
+pub(crate) enum State {
+    /// A read transaction.
+    Ro(Box<RoTxn<'static>>),
+    /// A read transaction after `mdb_txn_reset`.
+    Reset(InactiveRoTxn<'static>),
+    /// A top-level write transaction.
+    Rw(Box<RwTxn<'static>>),
+    /// A nested write transaction (its parent is `MDB_txn::parent`).
+    Nested(Box<NestedTxn<'static, 'static>>),
+}
+
+/// A transaction handle (LMDB's `MDB_txn`), from [`mdb_txn_begin`], freed
+/// by [`mdb_txn_commit`] or [`mdb_txn_abort`].
+pub struct MDB_txn {
+    pub(crate) env: *const MDB_env,
+    parent: *mut MDB_txn,
+    child: *mut MDB_txn,
+    pub(crate) state: Option<State>,
+    /// Cursors opened in this transaction and not closed.
+    pub(crate) cursors: Vec<*mut MDB_cursor>,
+    pub(crate) rdonly: bool,
+    /// An `MDB_RESERVE` put whose value the program is still writing:
+    /// the database, the key, and the buffer handed out. Stored by the
+    /// next call on this transaction (or its commit).
+    pub(crate) reserved: Option<(Database, Vec<u8>, Vec<u8>)>,
+}
+
+/// Read access to a transaction of either kind.
+pub(crate) enum View<'a> {
+    Ro(&'a RoTxn<'static>),
+    Rw(&'a RwTxn<'static>),
+}
+
+impl<'a> View<'a> {
+    pub(crate) fn get(&self, db: Database, key: &[u8]) -> sarsen::Result<Option<&'a [u8]>> {
+        match self {
+            View::Ro(t) => t.get(db, key),
+            View::Rw(t) => t.get(db, key),
+        }
+    }
+    pub(crate) fn cursor(&self, db: Database) -> sarsen::Result<Cursor<'a>> {
+        match self {
+            View::Ro(t) => t.cursor(db),
+            View::Rw(t) => t.cursor(db),
+        }
+    }
+    pub(crate) fn stat(&self, db: Database) -> sarsen::Result<Stat> {
+        match self {
+            View::Ro(t) => t.stat(db),
+            View::Rw(t) => t.stat(db),
+        }
+    }
+    pub(crate) fn dup_mode(&self, db: Database) -> sarsen::Result<Option<DupMode>> {
+        match self {
+            View::Ro(t) => t.dup_mode(db),
+            View::Rw(t) => t.dup_mode(db),
+        }
+    }
+    pub(crate) fn key_order(&self, db: Database) -> sarsen::Result<KeyOrder> {
+        match self {
+            View::Ro(t) => t.key_order(db),
+            View::Rw(t) => t.key_order(db),
+        }
+    }
+}
+
+impl MDB_txn {
+    /// The environment handle (live while this transaction is: see the
+    /// module docs).
+    pub(crate) fn envh(&self) -> &MDB_env {
+        // SAFETY: the environment handle is freed only when no transaction
+        // is live (`mdb_env_close` leaks it otherwise).
+        unsafe { &*self.env }
+    }
+
+    fn usable(&self) -> CResult<()> {
+        if self.child.is_null() {
+            Ok(())
+        } else {
+            Err(MDB_BAD_TXN)
+        }
+    }
+
+    /// Read access, or `MDB_BAD_TXN` (reset, or a child is live).
+    pub(crate) fn view(&self) -> CResult<View<'_>> {
+        self.usable()?;
+        match self.state.as_ref() {
+            Some(State::Ro(t)) => Ok(View::Ro(t)),
+            Some(State::Rw(t)) => Ok(View::Rw(t)),
+            Some(State::Nested(t)) => Ok(View::Rw(t)),
+            _ => Err(MDB_BAD_TXN),
+        }
+    }
+
+    /// Write access: `EACCES` in a read transaction (as LMDB).
+    pub(crate) fn rw(&mut self) -> CResult<&mut RwTxn<'static>> {
+        self.usable()?;
+        if self.rdonly {
+            // Checked without `&mut` to the state: a read transaction's
+            // cursors may hold borrows of its `RoTxn`.
+            return Err(libc::EACCES);
+        }
+        match self.state.as_mut() {
+            Some(State::Rw(t)) => Ok(t),
+            Some(State::Nested(t)) => Ok(t),
+            Some(State::Ro(_)) | Some(State::Reset(_)) => Err(libc::EACCES),
+            None => Err(MDB_BAD_TXN),
+        }
+    }
+
+    /// Stores the value of a pending `MDB_RESERVE` put.
+    pub(crate) fn flush(&mut self) -> CResult<()> {
+        if let Some((db, k, v)) = self.reserved.take() {
+            self.rw()?.put(db, &k, &v).map_err(|e| to_code(&e))?;
+        }
+        Ok(())
+    }
+
+    /// The Sarsen handle of `dbi`.
+    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<Database> {
+        self.envh().db(dbi)
+    }
+}
+
+/// The transaction handle behind `p`, or `EINVAL`.
+///
+/// # Safety
+///
+/// As every C entry point: a transaction is used by one thread at a time.
+pub(crate) unsafe fn txn_mut<'a>(p: *mut MDB_txn) -> CResult<&'a mut MDB_txn> {
+    handles::check(p, Kind::Txn)?;
+    // SAFETY: registered: a live `Box<MDB_txn>` we gave out, used by one
+    // thread at a time (LMDB's rule).
+    let t = unsafe { &mut *p };
+    t.flush()?;
+    Ok(t)
+}
+
+/// Begins a transaction (`mdb_txn_begin`): a read transaction with
+/// `MDB_RDONLY` (or in an environment opened with it), else a write
+/// transaction; with `parent`, a write transaction nested in it.
+///
+/// # Safety
+///
+/// `env` is an open environment handle, `parent` NULL or a live write
+/// transaction of it, `txn` NULL (`EINVAL`) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_begin(
+    env: *mut MDB_env,
+    parent: *mut MDB_txn,
+    flags: c_uint,
+    txn: *mut *mut MDB_txn,
+) -> c_int {
+    guard(|| {
+        if txn.is_null() {
+            return libc::EINVAL;
+        }
+        // SAFETY: forwarded contract.
+        match unsafe { begin(env, parent, flags) } {
+            Ok(t) => {
+                // SAFETY: non-NULL and writable per the contract.
+                unsafe { txn.write(t) };
+                MDB_SUCCESS
+            }
+            Err(e) => e,
+        }
+    })
+}
+
+/// # Safety
+///
+/// As [`mdb_txn_begin`].
+unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResult<*mut MDB_txn> {
+    // SAFETY: checked.
+    let h = unsafe { env_ref(env) }?;
+    let e = h.env()?;
+    let rdonly = flags & MDB_RDONLY != 0 || h.flags() & MDB_RDONLY != 0;
+    let state = if !parent.is_null() {
+        // SAFETY: checked.
+        let p = unsafe { txn_mut(parent) }?;
+        if !ptr::eq(p.env, env) || rdonly || p.rdonly {
+            return Err(libc::EINVAL);
+        }
+        let w = p.rw()?;
+        let child = w.nested().map_err(|e| to_code(&e))?;
+        // SAFETY: lifetime erasure. The child borrows the parent's boxed
+        // `RwTxn`, which stays put and unused until the child ends (module
+        // docs): `usable` refuses the parent while `child` is set.
+        let child: NestedTxn<'static, 'static> = unsafe { std::mem::transmute(child) };
+        State::Nested(Box::new(child))
+    } else if rdonly {
+        State::Ro(Box::new(e.read_txn().map_err(|e| to_code(&e))?))
+    } else {
+        State::Rw(Box::new(e.write_txn().map_err(|e| to_code(&e))?))
+    };
+    let t = Box::into_raw(Box::new(MDB_txn {
+        env,
+        parent,
+        child: ptr::null_mut(),
+        state: Some(state),
+        cursors: Vec::new(),
+        reserved: None,
+        rdonly,
+    }));
+    if !parent.is_null() {
+        // SAFETY: checked live above; single-threaded use per LMDB's rule.
+        unsafe { (*parent).child = t };
+    }
+    h.live_txns.fetch_add(1, Ordering::AcqRel);
+    handles::register(t, Kind::Txn);
+    Ok(t)
+}
+
+/// Ends transaction `t` (committing if `commit`) and frees its handle,
+/// after ending its child (committing it too if `commit`). Read-transaction cursors are detached (they
+/// stay valid for `mdb_cursor_renew`/`mdb_cursor_close`); write-transaction
+/// cursors are freed, as in LMDB.
+///
+/// # Safety
+///
+/// `t` is a live, registered transaction handle.
+unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
+    handles::unregister(t, Kind::Txn);
+    // SAFETY: live until we free it below; the caller checked it.
+    let mut b = unsafe { Box::from_raw(t) };
+    let mut rc = MDB_SUCCESS;
+    if !b.child.is_null() {
+        // As LMDB: committing a parent commits its child first (and fails
+        // if that fails); aborting it aborts the child.
+        // SAFETY: a child is live while its parent's `child` points to it.
+        rc = unsafe { end(b.child, commit) };
+        b.child = ptr::null_mut();
+    }
+    if commit && rc == MDB_SUCCESS {
+        if let Err(e) = b.flush() {
+            rc = e;
+        }
+    }
+    for c in std::mem::take(&mut b.cursors) {
+        // SAFETY: cursors in the list are live and belong to this txn.
+        unsafe { free_cursor(c, b.rdonly) };
+    }
+    match b.state.take() {
+        Some(State::Rw(w)) if commit && rc == MDB_SUCCESS => {
+            if let Err(e) = w.commit() {
+                rc = to_code(&e);
+            }
+        }
+        Some(State::Nested(n)) if commit && rc == MDB_SUCCESS => {
+            if let Err(e) = n.commit() {
+                rc = to_code(&e);
+            }
+        }
+        s => drop(s),
+    }
+    // A parent being ended is unregistered already and drops its pointer itself.
+    if handles::is_live(b.parent, Kind::Txn) {
+        // SAFETY: a live parent outlives its child.
+        unsafe { (*b.parent).child = ptr::null_mut() };
+    }
+    b.envh().live_txns.fetch_sub(1, Ordering::AcqRel);
+    rc
+}
+
+/// Commits and frees the transaction (`mdb_txn_commit`); a read
+/// transaction just ends. The handle is freed even on error.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle, not used after this call.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_commit(txn: *mut MDB_txn) -> c_int {
+    guard(|| {
+        if !handles::is_live(txn, Kind::Txn) {
+            return libc::EINVAL;
+        }
+        // SAFETY: checked live.
+        unsafe { end(txn, true) }
+    })
+}
+
+/// Aborts and frees the transaction (`mdb_txn_abort`).
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle, not used after this call.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
+    guard_or((), || {
+        if handles::is_live(txn, Kind::Txn) {
+            // SAFETY: checked live.
+            unsafe { end(txn, false) };
+        }
+    })
+}
+
+/// Ends a read transaction's snapshot but keeps the handle and its reader
+/// slot for [`mdb_txn_renew`] (`mdb_txn_reset`). No effect on others.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
+    guard_or((), || {
+        // SAFETY: checked.
+        let Ok(t) = (unsafe { txn_mut(txn) }) else {
+            return;
+        };
+        if let Some(State::Ro(_)) = t.state {
+            // SAFETY: the list holds this transaction's live cursors.
+            unsafe { clear_live(&t.cursors) };
+            if let Some(State::Ro(r)) = t.state.take() {
+                t.state = Some(State::Reset((*r).reset()));
+            }
+        }
+    })
+}
+
+/// Starts a new snapshot on a reset read transaction (`mdb_txn_renew`).
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
+    guard(|| {
+        // SAFETY: checked.
+        let t = match unsafe { txn_mut(txn) } {
+            Ok(t) => t,
+            Err(e) => return e,
+        };
+        match t.state.take() {
+            Some(State::Reset(i)) => match i.renew() {
+                Ok(r) => {
+                    t.state = Some(State::Ro(Box::new(r)));
+                    MDB_SUCCESS
+                }
+                Err(e) => to_code(&e),
+            },
+            s => {
+                t.state = s;
+                libc::EINVAL
+            }
+        }
+    })
+}
+
+/// The environment of a transaction (`mdb_txn_env`); NULL if invalid.
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
+    guard_or(ptr::null_mut(), || {
+        // SAFETY: checked.
+        match unsafe { txn_mut(txn) } {
+            Ok(t) => t.env as *mut MDB_env,
+            Err(_) => ptr::null_mut(),
+        }
+    })
+}
+
+/// The transaction's id (`mdb_txn_id`): the snapshot's txnid for a read
+/// transaction, the txnid it will commit as for a write one; 0 if invalid
+/// or reset. Numbered as LMDB's (see [`lmdb_txnid`]).
+///
+/// # Safety
+///
+/// `txn` is a live transaction handle.
+#[no_mangle]
+pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
+    guard_or(0, || {
+        // SAFETY: checked.
+        let Ok(t) = (unsafe { txn_mut(txn) }) else {
+            return 0;
+        };
+        (match &t.state {
+            Some(State::Ro(r)) => lmdb_txnid(r.txnid()),
+            Some(State::Rw(w)) => lmdb_txnid(w.txnid()),
+            Some(State::Nested(n)) => lmdb_txnid(n.txnid()),
+            _ => 0,
+        }) as usize
+    })
+}
+
+/// A Sarsen txnid as LMDB numbers it: Sarsen's creation of an environment
+/// is commit 1, LMDB's is 0, so an LMDB program sees 0 for a new
+/// environment's snapshot and 1 for its first write transaction.
+pub fn lmdb_txnid(sarsen: u64) -> u64 {
+    sarsen.saturating_sub(1)
+}

@@ -1,0 +1,321 @@
+//! LMDB's own test programs (`mtest*.c`, from the LMDB source the
+//! `lmdb-master-sys` crate brings into the cargo registry) and our abuse
+//! program, compiled unchanged against `include/lmdb.h` with `cc`, linked
+//! to the `liblmdb.so` cargo built for this test run, and run in a
+//! temporary directory. Skipped (with a message) when `cc` or the LMDB
+//! source is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The directory of LMDB's C sources in the cargo registry.
+fn lmdb_src() -> Option<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let mut found: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
+        .ok()?
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("lmdb-master-sys-")
+        })
+        .map(|e| e.path().join("lmdb/libraries/liblmdb"))
+        .filter(|p| p.join("mtest.c").exists())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// The directory holding a `liblmdb.so` built from the current sources.
+/// `cargo test` builds the library only as an rlib for the tests, so this
+/// runs `cargo build -p sarsen-lmdb` (a no-op when up to date) into the
+/// same target directory (the test binary runs from
+/// `<target>/<profile>/deps`) and returns `<target>/debug`.
+fn lib_dir() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let target = exe.parent().unwrap().parent().unwrap().parent().unwrap();
+            let o = Command::new(env!("CARGO"))
+                .args(["build", "-p", "sarsen-lmdb"])
+                .env("CARGO_TARGET_DIR", target)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "cargo build -p sarsen-lmdb failed:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let dir = target.join("debug");
+            assert!(
+                dir.join("liblmdb.so").exists(),
+                "no liblmdb.so in {}",
+                dir.display()
+            );
+            dir
+        })
+        .clone()
+}
+
+fn have_cc() -> bool {
+    Command::new("cc").arg("--version").output().is_ok()
+}
+
+/// Compiles `src` against our header and library into `out`.
+fn compile(src: &Path, out: &Path) {
+    let inc = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let lib = lib_dir();
+    let o = Command::new("cc")
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .arg("-I")
+        .arg(&inc)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-llmdb", "-lpthread", "-ldl", "-lm"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cc {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Runs `exe` with `args` in `dir`; asserts exit 0; returns its stdout.
+fn sh(dir: &Path, exe: &Path, args: &[&str]) -> Vec<u8> {
+    let o = Command::new(exe)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{} {args:?} exited with {:?}\nstderr:\n{}",
+        exe.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+/// Compiles and runs `src` in a fresh directory holding an empty `testdb`
+/// (and `testdb2`); asserts it exits 0.
+fn run(src: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("prog");
+    compile(src, &exe);
+    std::fs::create_dir(dir.path().join("testdb")).unwrap();
+    std::fs::create_dir(dir.path().join("testdb2")).unwrap();
+    let o = Command::new(&exe).current_dir(dir.path()).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{} exited with {:?}\nstdout:\n{}\nstderr:\n{}",
+        src.display(),
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn mtest(name: &str) {
+    if !have_cc() {
+        eprintln!("skipping {name}: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!(
+            "skipping {name}: LMDB's sources (lmdb-master-sys) are not in the cargo registry"
+        );
+        return;
+    };
+    run(&src.join(name));
+}
+
+#[test]
+fn mtest_c() {
+    mtest("mtest.c");
+}
+
+#[test]
+fn mtest2_c() {
+    mtest("mtest2.c");
+}
+
+#[test]
+fn mtest3_c() {
+    mtest("mtest3.c");
+}
+
+#[test]
+fn mtest4_c() {
+    mtest("mtest4.c");
+}
+
+#[test]
+fn mtest5_c() {
+    mtest("mtest5.c");
+}
+
+#[test]
+fn readme_example_c() {
+    if !have_cc() {
+        eprintln!("skipping example.c: no C compiler (cc)");
+        return;
+    }
+    run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/example.c"));
+}
+
+#[test]
+fn abuse_c() {
+    if !have_cc() {
+        eprintln!("skipping abuse.c: no C compiler (cc)");
+        return;
+    }
+    run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/abuse.c"));
+}
+
+/// LMDB's tools `mdb_stat`, `mdb_dump`, `mdb_load`, `mdb_copy` and
+/// `mdb_drop`, compiled unchanged, on databases written by `mtest.c`
+/// (main database) and `mtest3.c` (a DUPSORT named database): each exits
+/// 0, and dump | load | dump gives the first dump back.
+#[test]
+fn lmdb_tools() {
+    if !have_cc() {
+        eprintln!("skipping the LMDB tools: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping the LMDB tools: LMDB's sources are not in the cargo registry");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tool = |name: &str| {
+        let exe = d.join(name);
+        compile(&src.join(format!("{name}.c")), &exe);
+        exe
+    };
+    let (mtest, mtest3) = (tool("mtest"), tool("mtest3"));
+    let (stat, dump, load, copy, drop) = (
+        tool("mdb_stat"),
+        tool("mdb_dump"),
+        tool("mdb_load"),
+        tool("mdb_copy"),
+        tool("mdb_drop"),
+    );
+    std::fs::create_dir(d.join("testdb")).unwrap();
+    sh(d, &mtest, &[]);
+    let st = String::from_utf8(sh(d, &stat, &["-e", "testdb"])).unwrap();
+    assert!(st.contains("Entries:"), "{st}");
+    // Round trip of the main database.
+    let d1 = sh(d, &dump, &["testdb"]);
+    std::fs::write(d.join("d1"), &d1).unwrap();
+    std::fs::create_dir(d.join("loaded")).unwrap();
+    sh(d, &load, &["-f", "d1", "loaded"]);
+    assert_eq!(sh(d, &dump, &["loaded"]), d1);
+    // Copies, plain and compacting.
+    sh(d, &copy, &["testdb", "copy"]);
+    assert_eq!(sh(d, &dump, &["copy"]), d1);
+    sh(d, &copy, &["-c", "testdb", "copyc"]);
+    assert_eq!(sh(d, &dump, &["copyc"]), d1);
+    // To stdout (mdb_env_copyfd): a single data file, read with -n.
+    let file = sh(d, &copy, &["testdb"]);
+    std::fs::write(d.join("copy.sdb"), file).unwrap();
+    assert_eq!(sh(d, &dump, &["-n", "copy.sdb"]), d1);
+    // Drop empties the main database.
+    sh(d, &drop, &["loaded"]);
+    let st = String::from_utf8(sh(d, &stat, &["loaded"])).unwrap();
+    assert!(st.contains("Entries: 0"), "{st}");
+    // A DUPSORT named database, by name.
+    let d3 = d.join("t3");
+    std::fs::create_dir_all(d3.join("testdb")).unwrap();
+    sh(&d3, &mtest3, &[]);
+    let a = sh(&d3, &dump, &["-s", "id2", "testdb"]);
+    assert!(String::from_utf8_lossy(&a).contains("dupsort=1"));
+    std::fs::write(d3.join("a"), &a).unwrap();
+    std::fs::create_dir(d3.join("loaded")).unwrap();
+    sh(&d3, &load, &["-f", "a", "-s", "id2", "loaded"]);
+    assert_eq!(sh(&d3, &dump, &["-s", "id2", "loaded"]), a);
+    sh(&d3, &drop, &["-d", "-s", "id2", "loaded"]);
+}
+
+/// `tests/c/diff.c`, a seeded random program over the API that prints
+/// every call's outcome (puts with `NOOVERWRITE`/`NODUPDATA`, gets,
+/// deletes with and without a value, cursor moves of every kind in read
+/// and write transactions, cursor puts and deletes, counts, aborts, full
+/// dumps and entry counts after each transaction, on a plain and a DUPSORT
+/// database), built against real LMDB (compiled here from the registry's
+/// `mdb.c`/`midl.c`) and against our library: the outputs must be equal.
+/// `SARSEN_CAPI_DIFF_SEEDS` seeds (default 24) of 100 transactions.
+#[test]
+fn differential_against_lmdb() {
+    if !have_cc() {
+        eprintln!("skipping the differential: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping the differential: LMDB's sources are not in the cargo registry");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/diff.c");
+    let ours = d.join("diff_sarsen");
+    compile(&prog, &ours);
+    let real = d.join("diff_lmdb");
+    let o = Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&real)
+        .arg(&prog)
+        .arg(src.join("mdb.c"))
+        .arg(src.join("midl.c"))
+        .arg("-I")
+        .arg(&src)
+        .arg("-lpthread")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "building LMDB failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let seeds: u64 = std::env::var("SARSEN_CAPI_DIFF_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(24);
+    for seed in 1..=seeds {
+        let run = |exe: &Path| {
+            let db = d.join("testdb");
+            let _ = std::fs::remove_dir_all(&db);
+            std::fs::create_dir(&db).unwrap();
+            sh(d, exe, &[&seed.to_string(), "100"])
+        };
+        let (l, s) = (run(&real), run(&ours));
+        if l != s {
+            let (l, s) = (String::from_utf8_lossy(&l), String::from_utf8_lossy(&s));
+            let line = l
+                .lines()
+                .zip(s.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(0);
+            let from = line.saturating_sub(8);
+            let ctx = |t: &str| t.lines().skip(from).take(10).collect::<Vec<_>>().join("\n");
+            panic!(
+                "seed {seed}: outputs differ at line {}\nLMDB:\n{}\nSarsen:\n{}",
+                line + 1,
+                ctx(&l),
+                ctx(&s)
+            );
+        }
+    }
+}

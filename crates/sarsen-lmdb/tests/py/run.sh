@@ -1,0 +1,56 @@
+#!/bin/sh
+# Builds py-lmdb (the `lmdb` package from PyPI) from its sdist against
+# Sarsen's liblmdb.so and runs example.py; with PYLMDB_SUITE=1 also
+# py-lmdb's own test suite, less the tests of the differences the crate
+# README lists. Needs python3 (with venv and headers), a C compiler and
+# access to PyPI. Not part of `cargo test` (it downloads).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+crate=$(cd "$here/../.." && pwd)
+root=$(cd "$crate/../.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+version=${PYLMDB_VERSION:-3.0.0}
+(cd "$root" && cargo build --release -p sarsen-lmdb)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 -m venv "$work/venv"
+. "$work/venv/bin/activate"
+pip download -q "lmdb==$version" --no-binary :all: --no-deps -d "$work"
+LMDB_FORCE_SYSTEM=1 LMDB_INCLUDEDIR="$crate/include" LMDB_LIBDIR="$target/release" \
+    LDFLAGS="-Wl,-rpath,$target/release" pip install -q "$work/lmdb-$version.tar.gz"
+mkdir "$work/run"
+(cd "$work/run" && python "$here/example.py")
+if [ "${PYLMDB_SUITE:-0}" = 1 ]; then
+    pip install -q pytest
+    tar xzf "$work/lmdb-$version.tar.gz" -C "$work"
+    cd "$work/lmdb-$version"
+    rm -rf lmdb # import the installed package, not the source tree
+    # Deselected: LMDB's file names (data.mdb/lock.mdb), named databases
+    # listed as keys of the main database, the map size as a hard limit,
+    # 4-byte MDB_INTEGERKEY keys, one open per path and process, reader
+    # slots of reset transactions (see the README's differences).
+    LMDB_FORCE_SYSTEM=1 python -m pytest -q -p no:cacheprovider tests \
+        --ignore=tests/cve_test.py --ignore=tests/verify_test.py --ignore=tests/crash_test.py \
+        --deselect tests/env_test.py::OpenTest::test_lock \
+        --deselect tests/env_test.py::OpenTest::test_ok_path \
+        --deselect tests/env_test.py::OpenTest::test_mode_subdir_create \
+        --deselect tests/env_test.py::OpenTest::test_mode_subdir_nocreate \
+        --deselect tests/env_test.py::OpenTest::test_open_same_lock_file_after_data_delete \
+        --deselect tests/env_test.py::OpenTest::test_open_same_path_after_delete \
+        --deselect tests/env_test.py::OtherMethodsTest::test_copy \
+        --deselect tests/env_test.py::OtherMethodsTest::test_copy_compact \
+        --deselect tests/tool_test.py::CmdWarmTest::test_warm \
+        --deselect tests/env_test.py::DbsTest::test_mixed_main_db \
+        --deselect tests/env_test.py::DbsTest::test_named \
+        --deselect tests/env_test.py::DbsTest::test_with_txn \
+        --deselect tests/tool_test.py::CmdDumpRestoreTest::test_dump_all \
+        --deselect tests/env_test.py::OpenTest::test_tiny_size \
+        --deselect tests/env_test.py::SetMapSizeTest::test_applied \
+        --deselect tests/env_test.py::SetMapSizeTest::test_multiple_resizes \
+        --deselect tests/parity_test.py::ExceptionAttributeTest::test_lmdb_error_attributes_and_hint \
+        --deselect tests/txn_test.py::GetTest::test_integerdup \
+        --deselect tests/txn_test.py::GetTest::test_integerkey \
+        --deselect tests/env_test.py::OpenTest::test_open_same_path_twice \
+        --deselect tests/env_test.py::OpenTest::test_open_symlink_twice \
+        --deselect tests/env_test.py::SpareTxnTest::test_one
+fi
