@@ -88,7 +88,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crash_common::{apply_model, apply_txn, changes, diff, Change, Model, SIDE};
+use crash_common::{apply_model, apply_txn, changes, diff, try_contents, Change, Model};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sarsen::{Durability, Env, EnvOptions};
@@ -226,21 +226,6 @@ fn options(d: Durability, page_size: u32, boot: [u8; 16]) -> EnvOptions {
         .max_size(if page_size == 512 { 16 << 20 } else { 64 << 20 })
         .growth_step(GROWTH)
         .assume_boot_id(boot)
-}
-
-/// What the environment holds, and the txnid it holds it at.
-fn read_state(env: &Env) -> sarsen::Result<(u64, Model)> {
-    let r = env.read_txn()?;
-    let mut m = Model::default();
-    let dbs = [Some(env.main_db()), r.open_db(Some(SIDE))?];
-    for (i, db) in dbs.iter().enumerate() {
-        let Some(db) = db else { continue };
-        for e in r.iter(*db)? {
-            let (k, v) = e?;
-            m[i].insert(k.to_vec(), v.to_vec());
-        }
-    }
-    Ok((r.txnid(), m))
 }
 
 fn hex(b: &[u8; 16]) -> String {
@@ -520,7 +505,7 @@ impl Run {
                 &r.problems[..r.problems.len().min(5)]
             ));
         }
-        let (t, got) = read_state(&env).map_err(|e| format!("reading failed: {e}"))?;
+        let (t, got) = try_contents(&env).map_err(|e| format!("reading failed: {e}"))?;
         if !ok(t) {
             return Err(format!("opened at txnid {t}, not allowed here"));
         }

@@ -88,17 +88,22 @@ pub fn commit(env: &Env, changes: &[Change]) -> sarsen::Result<u64> {
 
 /// What the environment holds now, and the txnid it holds it at.
 pub fn contents(env: &Env) -> (u64, Model) {
-    let r = env.read_txn().expect("read_txn");
+    try_contents(env).expect("reading the environment")
+}
+
+/// [`contents`], returning the error of a damaged or unreadable file.
+pub fn try_contents(env: &Env) -> sarsen::Result<(u64, Model)> {
+    let r = env.read_txn()?;
     let mut m = Model::default();
-    let dbs = [Some(env.main_db()), r.open_db(Some(SIDE)).expect("open_db")];
+    let dbs = [Some(env.main_db()), r.open_db(Some(SIDE))?];
     for (i, db) in dbs.iter().enumerate() {
         let Some(db) = db else { continue };
-        for e in r.iter(*db).expect("iter") {
-            let (k, v) = e.expect("iteration");
+        for e in r.iter(*db)? {
+            let (k, v) = e?;
             m[i].insert(k.to_vec(), v.to_vec());
         }
     }
-    (r.txnid(), m)
+    Ok((r.txnid(), m))
 }
 
 /// A short description of where two models differ.

@@ -20,7 +20,7 @@ use sarsen::fault::{catch_kill, crash_image, FaultPlan, Kill, Landing, Op};
 use sarsen::{Durability, Env, EnvOptions};
 
 use crate::common;
-use crate::crash_common::{apply_model, changes, commit, diff, Change, Model, SIDE};
+use crate::crash_common::{apply_model, changes, commit, diff, try_contents, Change, Model};
 
 /// The boot of every process life.
 pub const BOOT_RUN: [u8; 16] = [0x5A; 16];
@@ -43,22 +43,6 @@ pub fn open(
         o = o.fault_plan(p);
     }
     unsafe { o.open(dir) }
-}
-
-/// What the environment holds and at which txnid, without panicking on a
-/// corrupt file.
-pub fn try_contents(env: &Env) -> sarsen::Result<(u64, Model)> {
-    let r = env.read_txn()?;
-    let mut m = Model::default();
-    let dbs = [Some(env.main_db()), r.open_db(Some(SIDE))?];
-    for (i, db) in dbs.iter().enumerate() {
-        let Some(db) = db else { continue };
-        for e in r.iter(*db)? {
-            let (k, v) = e?;
-            m[i].insert(k.to_vec(), v.to_vec());
-        }
-    }
-    Ok((r.txnid(), m))
 }
 
 /// `Env::check` must run and find nothing.
