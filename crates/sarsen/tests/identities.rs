@@ -125,13 +125,18 @@ fn reader_cmd(cmd: Command, ro: bool, no_lock: bool) -> Command {
     c
 }
 
-/// A reader child running as `nobody`.
+/// A reader child running as `nobody`. It runs a copy of this test
+/// binary placed in `dir` (which `nobody` may read and search): the build's
+/// own directory may be closed to other users (a clone in a `mktemp -d`).
 fn nobody_reader(dir: &Path, no_lock: bool) -> Kid {
-    let mut c = reader_cmd(
-        pc::child_cmd("identities_child", "reader", dir),
-        true,
-        no_lock,
-    );
+    let exe = dir.join("reader-exe");
+    if !exe.exists() {
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let mut c = Command::new(&exe);
+    pc::child_args(&mut c, "identities_child", "reader", dir);
+    let mut c = reader_cmd(c, true, no_lock);
     c.uid(NOBODY).gid(NOBODY);
     Kid::spawn(c, "nobody reader")
 }
