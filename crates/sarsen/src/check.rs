@@ -19,12 +19,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::btree::dup::{Dups, Vals};
-use crate::btree::{MapSource, MAX_DEPTH};
+use crate::btree::MAX_DEPTH;
 use crate::db::{Database, Registry};
 use crate::order::{self, Order};
 use crate::page::node::LeafValue;
 use crate::page::LeafNode;
 use crate::page::{self, CatalogEntry, DbRecord, Page, Pgno, HDR, META_PAGES};
+use crate::store::MapSource;
 use crate::txn::gc;
 
 /// Reports longer than this many problems stop listing them (the count in
@@ -397,7 +398,7 @@ impl<'a> Walk<'a> {
             return;
         }
         let at = u64::from(n.pgno);
-        let p = match crate::btree::Source::page(self.src, n.pgno) {
+        let p = match crate::store::Source::page(self.src, n.pgno) {
             Ok(p) => p,
             Err(e) => return self.problem(at, tree, error_what(e)),
         };

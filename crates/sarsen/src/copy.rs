@@ -22,10 +22,10 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::btree::MapSource;
 use crate::error::{Error, Result};
 use crate::page::meta::{self, Meta};
 use crate::page::{DbRecord, META_PAGES};
+use crate::store::MapSource;
 use crate::{Env, EnvOptions, RoTxn};
 
 /// Entries a compact copy puts per write transaction (bounds the memory

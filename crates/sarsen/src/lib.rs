@@ -52,6 +52,7 @@ mod order;
 mod page;
 mod readers;
 mod recovery;
+mod store;
 mod txn;
 
 pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};

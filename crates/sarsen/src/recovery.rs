@@ -24,13 +24,13 @@
 //! published as durable: a meta that a dead process wrote but never synced
 //! is counted durable only once it is.
 
-use crate::btree::MapSource;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::io::lock::{PrevLife, Published, WriterShared};
 use crate::io::DataFile;
 use crate::page::meta::{self, Meta, MetaError, META_LEN};
 use crate::page::{DbRecord, LeafValue, Page, Pgno, MAX_PAGE, META_PAGES, MIN_PAGE};
+use crate::store::MapSource;
 
 /// A meta page found at open, with its slot.
 pub(crate) struct Found {
@@ -328,7 +328,7 @@ impl Env {
         }
         if m.catalog.root != 0 {
             let mut c = crate::cursor::RawCursor::new(
-                crate::cursor::AnySource::Map(src),
+                crate::store::AnySource::Map(src),
                 m.catalog,
                 crate::order::Order::Bytewise,
             );

@@ -143,7 +143,7 @@ pub(crate) fn sorts_last(
     ord: Order<'_>,
     key: &[u8],
 ) -> Result<bool> {
-    let src = crate::cursor::AnySource::Write(w.source(map));
+    let src = crate::store::AnySource::Write(w.source(map));
     let mut c = crate::cursor::RawCursor::new(src, *rec, ord);
     Ok(c.last()?.is_none_or(|(last, _)| ord.lt(last, key)))
 }

@@ -57,7 +57,7 @@ impl<'txn> Cursor<'txn> {
                 Ok(Some((n.key, v)))
             }
             Vals::Tree(r) => {
-                let mut c = RawCursor::new(self.raw.src, r, d.ord);
+                let mut c = RawCursor::new(self.raw.source(), r, d.ord);
                 let x = if first { c.first()? } else { c.last()? };
                 let (v, _) = x.ok_or_else(|| {
                     Error::corrupted(u64::from(r.root), "empty duplicate sub-tree")

@@ -11,12 +11,13 @@
 //! frees and allocates GC pages; [`save`] repeats until the record it wrote
 //! matches the free lists exactly.
 
+use crate::btree::walk::RawCursor;
 use crate::btree::{delete, insert};
-use crate::cursor::{AnySource, RawCursor};
 use crate::error::{Error, Result};
 use crate::io::Map;
 use crate::order::Order;
 use crate::page::{rd32, Pgno, META_PAGES};
+use crate::store::AnySource;
 use crate::txn::writer::Writer;
 
 /// Key of chunk `chunk` of the record of `txnid`.

@@ -14,14 +14,16 @@ use std::ops::RangeBounds;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
 
-use crate::btree::{self, delete, free, insert, MapSource};
-use crate::cursor::{AnySource, Cursor, Iter};
+use crate::btree::{self, delete, free, insert};
+use crate::cursor::{Cursor, Iter};
 use crate::db::{check_name, Database, DbOptions, Stat};
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
 use crate::order::{self, KeyOrder, Order, ORDER_MASK};
 use crate::page::{CatalogEntry, DbRecord, MAX_VALUE};
+use crate::store::AnySource;
+use crate::store::MapSource;
 pub use canary::Canary;
 pub use info::TxnInfo;
 pub use nested::NestedTxn;
@@ -509,7 +511,7 @@ impl Drop for InactiveRoTxn<'_> {
 
 /// The value of `key` in the tree `rec`: in a DUPSORT tree, its first.
 #[inline]
-fn get_in<'a, S: btree::Source<'a>>(
+fn get_in<'a, S: crate::store::Source<'a>>(
     s: S,
     rec: &DbRecord,
     ord: Order<'_>,
@@ -531,7 +533,7 @@ fn get_in<'a, S: btree::Source<'a>>(
 }
 
 /// Estimated entries of the tree `rec` in `lo..hi`.
-fn estimate<'a, S: btree::Source<'a>>(
+fn estimate<'a, S: crate::store::Source<'a>>(
     s: S,
     rec: &DbRecord,
     ord: crate::order::Order<'_>,
@@ -550,7 +552,7 @@ fn estimate<'a, S: btree::Source<'a>>(
 }
 
 /// The record of named database `name` in the catalog `cat`.
-fn lookup<'a, S: btree::Source<'a>>(s: S, cat: &DbRecord, name: &str) -> Result<DbRecord> {
+fn lookup<'a, S: crate::store::Source<'a>>(s: S, cat: &DbRecord, name: &str) -> Result<DbRecord> {
     match lookup_entry(s, cat, name)? {
         Some(e) => Ok(e.rec),
         None => Err(Error::DbNotFound { name: name.into() }),
@@ -559,7 +561,7 @@ fn lookup<'a, S: btree::Source<'a>>(s: S, cat: &DbRecord, name: &str) -> Result<
 
 /// The catalog entry of `name` (the empty name: the main database's
 /// settings), or `None`.
-fn lookup_entry<'a, S: btree::Source<'a>>(
+fn lookup_entry<'a, S: crate::store::Source<'a>>(
     s: S,
     cat: &DbRecord,
     name: &str,

@@ -5,8 +5,8 @@
 use std::ops::{Bound, RangeBounds};
 
 use super::RwTxn;
+use crate::btree::walk::RawCursor;
 use crate::btree::{delete, insert};
-use crate::cursor::RawCursor;
 use crate::db::Database;
 use crate::error::{Error, Result};
 

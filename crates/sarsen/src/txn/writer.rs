@@ -20,11 +20,11 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::btree::Source;
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
 use crate::io::Map;
 use crate::page::{self, DbRecord, Kind, Layout, LeafValue, Page, Pgno, META_PAGES};
+use crate::store::Source;
 use crate::txn::nested::Checkpoint;
 
 /// State of the named databases touched by a write transaction.
@@ -622,7 +622,7 @@ impl<'a> Source<'a> for WSource<'a> {
             Some(b) => Page::new(&b[..self.w.layout.psize], pgno),
             None => {
                 let l = &self.w.layout;
-                let b = crate::btree::map_page_bytes(self.map, l, self.w.file_pgno, pgno)?;
+                let b = crate::store::map_page_bytes(self.map, l, self.w.file_pgno, pgno)?;
                 page::prefetch(b);
                 Page::new(b, pgno)
             }
@@ -640,7 +640,7 @@ impl<'a> Source<'a> for WSource<'a> {
                         Error::corrupted(u64::from(pgno), "overflow value past its run")
                     })
                 }
-                None => crate::btree::map_overflow(
+                None => crate::store::map_overflow(
                     self.map,
                     &self.w.layout,
                     self.w.file_pgno,
