@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::db::{Database, Registry};
 use crate::error::{Error, Result};
@@ -11,7 +11,8 @@ use crate::io::{DataFile, LockFile, Map};
 use crate::page::meta::{self, Meta};
 use crate::page::{Layout, Pgno, MAX_PAGE, MAX_PGNO, META_PAGES, MIN_PAGE};
 use crate::recovery::{boot_id, read_metas};
-use crate::txn::writer::Writer;
+use crate::store::Pager;
+use crate::txn::writer::TxnState;
 use crate::txn::{RoTxn, RwTxn};
 
 /// When commits are made durable (LMDB's `MDB_NOSYNC`/`MDB_NOMETASYNC`,
@@ -447,7 +448,7 @@ static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 pub struct Env {
     pub(crate) path: PathBuf,
     pub(crate) file: DataFile,
-    pub(crate) map: Map,
+    pub(crate) map: Arc<Map>,
     pub(crate) lock: LockFile,
     pub(crate) layout: Layout,
     pub(crate) page_size: u32,
@@ -468,7 +469,7 @@ pub struct Env {
     pub(crate) crashed: bool,
     pub(crate) boot_id: [u8; 16],
     pub(crate) registry: Registry,
-    pub(crate) writer: Mutex<Writer>,
+    pub(crate) writer: Mutex<TxnState>,
 }
 
 impl Env {
@@ -563,7 +564,7 @@ impl Env {
         let upper_pgno = want_upper
             .max(u64::from(newest.meta.upper))
             .clamp(u64::from(META_PAGES) + 1, u64::from(MAX_PGNO)) as Pgno;
-        let map = Map::new(
+        let map = Arc::new(Map::new(
             &file,
             upper_pgno as usize * page_size as usize,
             o.write_map && !o.read_only,
@@ -571,12 +572,12 @@ impl Env {
             o.write_map
                 && !o.read_only
                 && matches!(o.durability, Durability::NoSync | Durability::SafeNoSync),
-        )?;
+        )?);
         let growth_pgno = (o.growth_step / u64::from(page_size)).clamp(1, 1 << 20) as Pgno;
         let env = Env {
             path: path.to_path_buf(),
             file,
-            map,
+            map: Arc::clone(&map),
             lock,
             layout,
             page_size,
@@ -593,7 +594,7 @@ impl Env {
             crashed: false,
             boot_id,
             registry: Registry::new(o.max_dbs),
-            writer: Mutex::new(Writer::new(layout)),
+            writer: Mutex::new(TxnState::new(Pager::new(map, layout))),
         };
         if let Opened::First(prev) = &opened {
             env.recover(&metas, prev.as_deref())?;

@@ -6,8 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::io::Map;
-use crate::txn::writer::Writer;
+use crate::txn::writer::TxnState;
 use crate::Env;
 
 /// One slot of the reader table (LMDB's `mdb_reader_list` line).
@@ -83,7 +82,7 @@ impl fmt::Debug for SlowReaders {
 /// reports the oldest reader to the handler if it lags by the threshold or
 /// more (once per snapshot), and returns the oldest reader's txnid after
 /// the handler's decision.
-pub(crate) fn oldest_after_handler(env: &Env, w: &mut Writer, last: u64) -> Result<Option<u64>> {
+pub(crate) fn oldest_after_handler(env: &Env, w: &mut TxnState, last: u64) -> Result<Option<u64>> {
     let oldest = env.lock.oldest_reader(env.token)?;
     let (Some(sr), Some(t)) = (&env.slow_readers, oldest) else {
         return Ok(oldest);
@@ -99,7 +98,7 @@ pub(crate) fn oldest_after_handler(env: &Env, w: &mut Writer, last: u64) -> Resu
         return Ok(oldest);
     }
     w.slow_reported = Some((pid, txnid));
-    let pinned_pages = pinned_pages(w, &env.map, txnid)?;
+    let pinned_pages = crate::txn::gc::pages_after(&w.store, txnid)?;
     let r = SlowReader {
         pid,
         thread,
@@ -114,9 +113,4 @@ pub(crate) fn oldest_after_handler(env: &Env, w: &mut Writer, last: u64) -> Resu
             env.lock.oldest_reader(env.token)
         }
     }
-}
-
-/// Pages in GC records of commits after `txnid` (`w.gc` is the published GC).
-fn pinned_pages(w: &Writer, map: &Map, txnid: u64) -> Result<u64> {
-    crate::txn::gc::pages_after(w, map, txnid)
 }

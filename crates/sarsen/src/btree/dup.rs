@@ -16,15 +16,14 @@
 //! Each operation reserves free pages for its worst case before it changes
 //! anything, so an error leaves the tree as it was.
 
-use super::{descend, free, insert, Source};
+use super::{descend, Source, Tree};
 use crate::error::{Error, Result};
-use crate::io::Map;
 use crate::order::{Order, CODE_CUSTOM};
 use crate::page::dup::{self as list, DupList};
 use crate::page::node::{self, DUPS, FRESH, SUBTREE};
 use crate::page::record::{DUPFIXED, DUPSORT, DUP_ORDER_SHIFT, RECORD_LEN};
 use crate::page::{DbRecord, LeafNode, LeafValue, Pgno};
-use crate::txn::writer::Writer;
+use crate::store::PageStore;
 
 /// The duplicate mode of a DUPSORT tree, from its record's flags.
 #[derive(Clone, Copy)]
@@ -169,269 +168,224 @@ fn check_fixed(d: Dups<'_>, have: usize, val: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Free pages to reserve before changing the values of a key: the main
-/// tree's worst case, a sub-tree's, and a new sub-tree of a few pages.
-fn reserve(w: &mut Writer, map: &Map, rec: &DbRecord, sub_depth: u16) -> Result<()> {
-    let pages = 2 * (rec.depth as usize + 1) + 1 + 2 * (sub_depth as usize + 1) + 1 + 4;
-    w.reserve(map, pages, 0)
-}
-
-/// Adds `val` to the values of `key` in the DUPSORT tree `rec` (sorted by
-/// `ord`, values by `d`). Returns `false`, changing nothing, if the pair
-/// is already there. The caller has checked the sizes.
-pub(crate) fn put(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    d: Dups<'_>,
-    key: &[u8],
-    val: &[u8],
-) -> Result<bool> {
-    let mut copy = Vec::new();
-    let old = match lookup(w.source(map), rec, ord, d, key)? {
-        None => {
-            insert::put(w, map, rec, ord, key, val)?;
-            return Ok(true);
-        }
-        Some(Vals::Tree(sub)) => return put_in_tree(w, map, rec, ord, d, key, val, sub),
-        Some(v) => copy_vals(v, &mut copy)?,
-    };
-    let vals = split_copy(&copy, &old);
-    let (i, eq) = position(&vals, val, d.ord);
-    if eq {
-        return Ok(false);
+impl<S: PageStore> Tree<'_, S> {
+    /// Free pages to reserve before changing the values of a key: the main
+    /// tree's worst case, a sub-tree's, and a new sub-tree of a few pages.
+    fn reserve_dup(&mut self, sub_depth: u16) -> Result<()> {
+        let pages = 2 * (self.rec.depth as usize + 1) + 1 + 2 * (sub_depth as usize + 1) + 1 + 4;
+        self.store.reserve(pages, 0)
     }
-    check_fixed(d, vals[0].len(), val)?;
-    reserve(w, map, rec, 0)?;
-    let mut all = vals;
-    all.insert(i, val);
-    store_values(w, map, rec, ord, d, key, &all)?;
-    rec.entries = rec.entries.saturating_add(1);
-    Ok(true)
-}
 
-/// [`put`] into a key whose values are in the sub-tree `sub`.
-#[allow(clippy::too_many_arguments)]
-fn put_in_tree(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    d: Dups<'_>,
-    key: &[u8],
-    val: &[u8],
-    mut sub: DbRecord,
-) -> Result<bool> {
-    let s = w.source(map);
-    if super::get(s, &sub, d.ord, val)?.is_some() {
-        return Ok(false);
-    }
-    check_fixed(d, first_in(s, &sub)?.len(), val)?;
-    reserve(w, map, rec, sub.depth)?;
-    let before = sub;
-    insert::put(w, map, &mut sub, d.ord, val, &[])?;
-    store_tree(w, map, rec, ord, key, &sub)?;
-    add_pages(rec, &before, &sub);
-    rec.entries = rec.entries.saturating_add(1);
-    Ok(true)
-}
-
-/// Removes the pair `key`/`val`; returns whether it was there.
-pub(crate) fn delete_one(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    d: Dups<'_>,
-    key: &[u8],
-    val: &[u8],
-) -> Result<bool> {
-    let mut copy = Vec::new();
-    let old = match lookup(w.source(map), rec, ord, d, key)? {
-        None => return Ok(false),
-        Some(Vals::One(v)) => {
-            if d.ord.cmp(v, val).is_ne() {
-                return Ok(false);
+    /// Adds `val` to the values of `key` in the DUPSORT tree `self.rec` (sorted by
+    /// `self.ord`, values by `d`). Returns `false`, changing nothing, if the pair
+    /// is already there. The caller has checked the sizes.
+    pub(crate) fn put_dup(&mut self, d: Dups<'_>, key: &[u8], val: &[u8]) -> Result<bool> {
+        let mut copy = Vec::new();
+        let old = match lookup(self.store.view(), self.rec, self.ord, d, key)? {
+            None => {
+                self.put(key, val)?;
+                return Ok(true);
             }
-            return super::delete::delete(w, map, rec, ord, key);
+            Some(Vals::Tree(sub)) => return self.put_in_subtree(d, key, val, sub),
+            Some(v) => copy_vals(v, &mut copy)?,
+        };
+        let vals = split_copy(&copy, &old);
+        let (i, eq) = position(&vals, val, d.ord);
+        if eq {
+            return Ok(false);
         }
-        Some(Vals::Tree(sub)) => return delete_in_tree(w, map, rec, ord, d, key, val, sub),
-        Some(v) => copy_vals(v, &mut copy)?,
-    };
-    let mut vals = split_copy(&copy, &old);
-    let (i, eq) = position(&vals, val, d.ord);
-    if !eq {
-        return Ok(false);
+        check_fixed(d, vals[0].len(), val)?;
+        self.reserve_dup(0)?;
+        let mut all = vals;
+        all.insert(i, val);
+        self.store_values(d, key, &all)?;
+        self.rec.entries = self.rec.entries.saturating_add(1);
+        Ok(true)
     }
-    reserve(w, map, rec, 0)?;
-    vals.remove(i);
-    store_values(w, map, rec, ord, d, key, &vals)?;
-    rec.entries = rec.entries.saturating_sub(1);
-    Ok(true)
-}
 
-/// [`delete_one`] from a key whose values are in the sub-tree `sub`.
-#[allow(clippy::too_many_arguments)]
-fn delete_in_tree(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    d: Dups<'_>,
-    key: &[u8],
-    val: &[u8],
-    mut sub: DbRecord,
-) -> Result<bool> {
-    if super::get(w.source(map), &sub, d.ord, val)?.is_none() {
-        return Ok(false);
-    }
-    reserve(w, map, rec, sub.depth)?;
-    let before = sub;
-    super::delete::delete(w, map, &mut sub, d.ord, val)?;
-    if sub.root == 0 {
-        // Its only value (a sub-tree holds two or more unless damaged):
-        // the key goes, and with it the one pair `delete` counts.
-        add_pages(rec, &before, &sub);
-        return super::delete::delete(w, map, rec, ord, key);
-    }
-    rec.entries = rec.entries.saturating_sub(1);
-    let back = if sub.entries == 1 {
-        // One value left, at any depth (merges can leave levels above it).
-        Some(vec![first_in(w.source(map), &sub)?.to_vec()])
-    } else if sub.depth == 1 {
-        small_tree_values(w, map, &sub, key.len())?
-    } else {
-        None
-    };
-    match back {
-        Some(copy) => {
-            // Back inline: the sub-tree's pages go, the list replaces it.
-            let vals: Vec<&[u8]> = copy.iter().map(|v| &v[..]).collect();
-            let mut gone = sub;
-            free::free_tree(w, map, &mut gone)?;
-            add_pages(rec, &before, &DbRecord::default());
-            store_values(w, map, rec, ord, d, key, &vals)?;
+    /// [`put_dup`](Tree::put_dup) into a key whose values are in the sub-tree `sub`.
+    fn put_in_subtree(
+        &mut self,
+        d: Dups<'_>,
+        key: &[u8],
+        val: &[u8],
+        mut sub: DbRecord,
+    ) -> Result<bool> {
+        let s = self.store.view();
+        if super::get(s, &sub, d.ord, val)?.is_some() {
+            return Ok(false);
         }
-        None => {
-            store_tree(w, map, rec, ord, key, &sub)?;
-            add_pages(rec, &before, &sub);
+        check_fixed(d, first_in(s, &sub)?.len(), val)?;
+        self.reserve_dup(sub.depth)?;
+        let before = sub;
+        self.with(&mut sub, d.ord).put(val, &[])?;
+        self.store_tree(key, &sub)?;
+        add_pages(self.rec, &before, &sub);
+        self.rec.entries = self.rec.entries.saturating_add(1);
+        Ok(true)
+    }
+
+    /// Removes the pair `key`/`val`; returns whether it was there.
+    pub(crate) fn delete_dup(&mut self, d: Dups<'_>, key: &[u8], val: &[u8]) -> Result<bool> {
+        let mut copy = Vec::new();
+        let old = match lookup(self.store.view(), self.rec, self.ord, d, key)? {
+            None => return Ok(false),
+            Some(Vals::One(v)) => {
+                if d.ord.cmp(v, val).is_ne() {
+                    return Ok(false);
+                }
+                return self.delete(key);
+            }
+            Some(Vals::Tree(sub)) => return self.delete_in_subtree(d, key, val, sub),
+            Some(v) => copy_vals(v, &mut copy)?,
+        };
+        let mut vals = split_copy(&copy, &old);
+        let (i, eq) = position(&vals, val, d.ord);
+        if !eq {
+            return Ok(false);
         }
+        self.reserve_dup(0)?;
+        vals.remove(i);
+        self.store_values(d, key, &vals)?;
+        self.rec.entries = self.rec.entries.saturating_sub(1);
+        Ok(true)
     }
-    Ok(true)
-}
 
-/// The values of the one-leaf sub-tree `sub` if, as a list, they would
-/// fill at most half a node (or are a single value), else `None`.
-fn small_tree_values(
-    w: &Writer,
-    map: &Map,
-    sub: &DbRecord,
-    klen: usize,
-) -> Result<Option<Vec<Vec<u8>>>> {
-    let p = w.source(map).page(sub.root)?;
-    let n = p.len();
-    if n == 0 || !p.is_leaf() {
-        // A sub-tree of depth 1 holds its (two or more) values in one leaf.
-        return Err(Error::corrupted(
-            u64::from(sub.root),
-            "duplicate sub-tree root is not a leaf with values",
-        ));
+    /// [`delete_dup`](Tree::delete_dup) from a key whose values are in the sub-tree `sub`.
+    fn delete_in_subtree(
+        &mut self,
+        d: Dups<'_>,
+        key: &[u8],
+        val: &[u8],
+        mut sub: DbRecord,
+    ) -> Result<bool> {
+        if super::get(self.store.view(), &sub, d.ord, val)?.is_none() {
+            return Ok(false);
+        }
+        self.reserve_dup(sub.depth)?;
+        let before = sub;
+        self.with(&mut sub, d.ord).delete(val)?;
+        if sub.root == 0 {
+            // Its only value (a sub-tree holds two or more unless damaged):
+            // the key goes, and with it the one pair `delete` counts.
+            add_pages(self.rec, &before, &sub);
+            return self.delete(key);
+        }
+        self.rec.entries = self.rec.entries.saturating_sub(1);
+        let back = if sub.entries == 1 {
+            // One value left, at any depth (merges can leave levels above it).
+            Some(vec![first_in(self.store.view(), &sub)?.to_vec()])
+        } else if sub.depth == 1 {
+            self.small_tree_values(&sub, key.len())?
+        } else {
+            None
+        };
+        match back {
+            Some(copy) => {
+                // Back inline: the sub-tree's pages go, the list replaces it.
+                let vals: Vec<&[u8]> = copy.iter().map(|v| &v[..]).collect();
+                let mut gone = sub;
+                self.with(&mut gone, d.ord).free_tree()?;
+                add_pages(self.rec, &before, &DbRecord::default());
+                self.store_values(d, key, &vals)?;
+            }
+            None => {
+                self.store_tree(key, &sub)?;
+                add_pages(self.rec, &before, &sub);
+            }
+        }
+        Ok(true)
     }
-    let mut bytes = 0;
-    for i in 0..n {
-        bytes += p.leaf(i)?.key.len();
-    }
-    let enc = list::encoded_len(n, bytes, false);
-    let l = w.layout;
-    if n > 1 && 2 + node::LEAF_HDR + klen + enc > l.node_max / 2 {
-        return Ok(None);
-    }
-    (0..n)
-        .map(|i| Ok(p.leaf(i)?.key.to_vec()))
-        .collect::<Result<Vec<_>>>()
-        .map(Some)
-}
 
-/// Removes `key` and all its values; returns how many values it had.
-pub(crate) fn delete_all(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    d: Dups<'_>,
-    key: &[u8],
-) -> Result<u64> {
-    let count = match lookup(w.source(map), rec, ord, d, key)? {
-        None => return Ok(0),
-        Some(Vals::One(_)) => 1,
-        Some(Vals::List(l)) => l.len() as u64,
-        // A sub-tree is never empty; its record's count comes from the
-        // file, so it is checked before anything changes.
-        Some(Vals::Tree(sub)) if sub.entries == 0 => {
+    /// The values of the one-leaf sub-tree `sub` if, as a list, they would
+    /// fill at most half a node (or are a single value), else `None`.
+    fn small_tree_values(&self, sub: &DbRecord, klen: usize) -> Result<Option<Vec<Vec<u8>>>> {
+        let p = self.store.view().page(sub.root)?;
+        let n = p.len();
+        if n == 0 || !p.is_leaf() {
+            // A sub-tree of depth 1 holds its (two or more) values in one leaf.
             return Err(Error::corrupted(
                 u64::from(sub.root),
-                "duplicate sub-tree record counts no values",
-            ))
+                "duplicate sub-tree root is not a leaf with values",
+            ));
         }
-        Some(Vals::Tree(sub)) => {
-            reserve(w, map, rec, 0)?;
-            let mut gone = sub;
-            free::free_tree(w, map, &mut gone)?;
-            add_pages(rec, &sub, &DbRecord::default());
-            sub.entries
+        let mut bytes = 0;
+        for i in 0..n {
+            bytes += p.leaf(i)?.key.len();
         }
-    };
-    super::delete::delete(w, map, rec, ord, key)?;
-    rec.entries = rec.entries.saturating_sub(count.saturating_sub(1));
-    Ok(count)
-}
+        let enc = list::encoded_len(n, bytes, false);
+        let l = self.store.layout();
+        if n > 1 && 2 + node::LEAF_HDR + klen + enc > l.node_max / 2 {
+            return Ok(None);
+        }
+        (0..n)
+            .map(|i| Ok(p.leaf(i)?.key.to_vec()))
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
 
-/// Writes `vals` (sorted, distinct, at least one) as the values of `key`:
-/// a single value, a list, or (when the list does not fit inline) a new
-/// sub-tree.
-fn store_values(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    d: Dups<'_>,
-    key: &[u8],
-    vals: &[&[u8]],
-) -> Result<()> {
-    if let [one] = vals {
-        return insert::put_node(w, map, rec, ord, key, one, 0);
+    /// Removes `key` and all its values; returns how many values it had.
+    pub(crate) fn delete_all(&mut self, d: Dups<'_>, key: &[u8]) -> Result<u64> {
+        let count = match lookup(self.store.view(), self.rec, self.ord, d, key)? {
+            None => return Ok(0),
+            Some(Vals::One(_)) => 1,
+            Some(Vals::List(l)) => l.len() as u64,
+            // A sub-tree is never empty; its record's count comes from the
+            // file, so it is checked before anything changes.
+            Some(Vals::Tree(sub)) if sub.entries == 0 => {
+                return Err(Error::corrupted(
+                    u64::from(sub.root),
+                    "duplicate sub-tree record counts no values",
+                ))
+            }
+            Some(Vals::Tree(sub)) => {
+                self.reserve_dup(0)?;
+                let mut gone = sub;
+                self.with(&mut gone, d.ord).free_tree()?;
+                add_pages(self.rec, &sub, &DbRecord::default());
+                sub.entries
+            }
+        };
+        self.delete(key)?;
+        self.rec.entries = self.rec.entries.saturating_sub(count.saturating_sub(1));
+        Ok(count)
     }
-    let mut enc = Vec::new();
-    list::encode(vals, d.fixed, &mut enc);
-    if w.layout.inline(key.len(), enc.len()) {
-        return insert::put_node(w, map, rec, ord, key, &enc, DUPS);
-    }
-    let mut sub = DbRecord {
-        flags: d.sub_flags(),
-        ..DbRecord::default()
-    };
-    for v in vals {
-        insert::put(w, map, &mut sub, d.ord, v, &[])?;
-    }
-    store_tree(w, map, rec, ord, key, &sub)?;
-    add_pages(rec, &DbRecord::default(), &sub);
-    Ok(())
-}
 
-/// Writes the sub-tree record `sub` as the value of `key`, `FRESH` when
-/// its root is dirty (its checksum is filled in at commit).
-fn store_tree(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-    sub: &DbRecord,
-) -> Result<()> {
-    let fresh = if w.is_dirty(sub.root) { FRESH } else { 0 };
-    let bytes: [u8; RECORD_LEN] = sub.encode();
-    insert::put_node(w, map, rec, ord, key, &bytes, SUBTREE | fresh)
+    /// Writes `vals` (sorted, distinct, at least one) as the values of `key`:
+    /// a single value, a list, or (when the list does not fit inline) a new
+    /// sub-tree.
+    fn store_values(&mut self, d: Dups<'_>, key: &[u8], vals: &[&[u8]]) -> Result<()> {
+        if let [one] = vals {
+            return self.put_node(key, one, 0);
+        }
+        let mut enc = Vec::new();
+        list::encode(vals, d.fixed, &mut enc);
+        if self.store.layout().inline(key.len(), enc.len()) {
+            return self.put_node(key, &enc, DUPS);
+        }
+        let mut sub = DbRecord {
+            flags: d.sub_flags(),
+            ..DbRecord::default()
+        };
+        for v in vals {
+            self.with(&mut sub, d.ord).put(v, &[])?;
+        }
+        self.store_tree(key, &sub)?;
+        add_pages(self.rec, &DbRecord::default(), &sub);
+        Ok(())
+    }
+
+    /// Writes the sub-tree record `sub` as the value of `key`, `FRESH` when
+    /// its root is dirty (its checksum is filled in at commit).
+    fn store_tree(&mut self, key: &[u8], sub: &DbRecord) -> Result<()> {
+        let fresh = if self.store.is_dirty(sub.root) {
+            FRESH
+        } else {
+            0
+        };
+        let bytes: [u8; RECORD_LEN] = sub.encode();
+        self.put_node(key, &bytes, SUBTREE | fresh)
+    }
 }
 
 /// Adds the page counts of `after` minus those of `before` to `rec`.

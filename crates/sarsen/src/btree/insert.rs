@@ -5,117 +5,523 @@
 //! splits in two; the split inserts a separator into the parent, which may
 //! split in turn; a root split adds a level.
 
-use super::{descend, Path, Source};
+use super::{descend, Path, Source, Tree};
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
-use crate::io::Map;
 use crate::order::Order;
 use crate::page::node::{self, BranchNode, LeafValue, FRESH};
-use crate::page::{edit, DbRecord, Kind, Page, Pgno, HDR};
-use crate::txn::writer::Writer;
+use crate::page::{edit, Kind, Page, Pgno, HDR};
+use crate::store::PageStore;
 
-/// Inserts or overwrites `key` with `val` in the tree `rec`.
-///
-/// The caller has checked the key and value sizes. Before anything is
-/// changed, enough free pages are reserved for the worst case (a split at
-/// every level plus a new root and the overflow run), so running out of
-/// space fails cleanly with `UpperBoundReached` and changes nothing.
-pub(crate) fn put(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-    val: &[u8],
-) -> Result<()> {
-    put_node(w, map, rec, ord, key, val, 0)
-}
+impl<S: PageStore> Tree<'_, S> {
+    /// Inserts or overwrites `key` with `val` in the tree `self.rec`.
+    ///
+    /// The caller has checked the key and value sizes. Before anything is
+    /// changed, enough free pages are reserved for the worst case (a split at
+    /// every level plus a new root and the overflow run), so running out of
+    /// space fails cleanly with `UpperBoundReached` and changes nothing.
+    pub(crate) fn put(&mut self, key: &[u8], val: &[u8]) -> Result<()> {
+        self.put_node(key, val, 0)
+    }
 
-/// [`put`] with the leaf node flags `flags` (0, or a DUPSORT node's
-/// `DUPS`/`SUBTREE`, with `FRESH` for a sub-tree written by this commit).
-pub(crate) fn put_node(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-    val: &[u8],
-    flags: u8,
-) -> Result<()> {
-    if flags == 0 && append_to_hint(w, rec, ord, key, val)? {
-        return Ok(());
-    }
-    reserve_for(w, map, rec, key.len(), val.len())?;
-    if rec.root == 0 {
-        let pgno = w.new_page(map, Kind::Leaf)?;
-        rec.root = pgno;
-        rec.depth = 1;
-        rec.leaf_pages = rec.leaf_pages.saturating_add(1);
-    }
-    let (path, found, hinted) = match append_path(w, map, rec, ord, key)? {
-        Some(path) => (path, false, true),
-        None => {
-            let (mut path, found) = descend(w.source(map), rec, ord, key)?;
-            touch_path(w, map, rec, &mut path)?;
-            (path, found, false)
+    /// [`put`] with the leaf node flags `flags` (0, or a DUPSORT node's
+    /// `DUPS`/`SUBTREE`, with `FRESH` for a sub-tree written by this commit).
+    pub(crate) fn put_node(&mut self, key: &[u8], val: &[u8], flags: u8) -> Result<()> {
+        if flags == 0 && self.append_to_hint(key, val)? {
+            return Ok(());
         }
-    };
-    put_at(w, map, rec, key, val, flags, &path, found, hinted)
-}
+        self.reserve_for(key.len(), val.len())?;
+        if self.rec.root == 0 {
+            let pgno = self.store.new_page(Kind::Leaf)?;
+            self.rec.root = pgno;
+            self.rec.depth = 1;
+            self.rec.leaf_pages = self.rec.leaf_pages.saturating_add(1);
+        }
+        let (path, found, hinted) = match self.append_path(key)? {
+            Some(path) => (path, false, true),
+            None => {
+                let (mut path, found) = descend(self.store.view(), self.rec, self.ord, key)?;
+                self.touch_path(&mut path)?;
+                (path, found, false)
+            }
+        };
+        self.put_at(key, val, flags, &path, found, hinted)
+    }
 
-/// Appends `key` = `val` after the last key of the tree `rec` (LMDB's
-/// `MDB_APPEND`). `KeyNotGreater`, before anything changes, unless `key`
-/// sorts after every key in `ord`. After an append, or a put at the right
-/// edge, the append hint makes the check one compare with the last key of
-/// the hinted leaf, and no descent is needed.
-pub(crate) fn append(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-    val: &[u8],
-) -> Result<()> {
-    if append_to_hint(w, rec, ord, key, val)? {
-        return Ok(());
+    /// Appends `key` = `val` after the last key of the tree `self.rec` (LMDB's
+    /// `MDB_APPEND`). `KeyNotGreater`, before anything changes, unless `key`
+    /// sorts after every key in `self.ord`. After an append, or a put at the right
+    /// edge, the append hint makes the check one compare with the last key of
+    /// the hinted leaf, and no descent is needed.
+    pub(crate) fn append(&mut self, key: &[u8], val: &[u8]) -> Result<()> {
+        if self.append_to_hint(key, val)? {
+            return Ok(());
+        }
+        if !self.sorts_last(key)? {
+            return Err(Error::KeyNotGreater);
+        }
+        self.put(key, val)
     }
-    if !sorts_last(w, map, rec, ord, key)? {
-        return Err(Error::KeyNotGreater);
-    }
-    put(w, map, rec, ord, key, val)
-}
 
-/// The append hint's fast path: when the last change to `rec` appended at
-/// its right edge, `key` sorts after the last key of that leaf, and the
-/// inline node fits there, inserts it with no descent and no reservation
-/// (nothing is allocated). LMDB's `MDB_APPEND` likewise goes to the last
-/// leaf its cursor holds. Returns false, having changed nothing, otherwise.
-fn append_to_hint(
-    w: &mut Writer,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-    val: &[u8],
-) -> Result<bool> {
-    let pgno = match &w.append_hint {
-        Some((root, hint)) if *root == rec.root => hint.leaf().pgno,
-        _ => return Ok(false),
-    };
-    if !w.layout.inline(key.len(), val.len()) || !w.is_dirty(pgno) {
-        return Ok(false);
+    /// The append hint's fast path: when the last change to `self.rec` appended at
+    /// its right edge, `key` sorts after the last key of that leaf, and the
+    /// inline node fits there, inserts it with no descent and no reservation
+    /// (nothing is allocated). LMDB's `MDB_APPEND` likewise goes to the last
+    /// leaf its cursor holds. Returns false, having changed nothing, otherwise.
+    fn append_to_hint(&mut self, key: &[u8], val: &[u8]) -> Result<bool> {
+        let pgno = match &self.state.append {
+            Some((root, hint)) if *root == self.rec.root => hint.leaf().pgno,
+            _ => return Ok(false),
+        };
+        if !self.store.layout().inline(key.len(), val.len()) || !self.store.is_dirty(pgno) {
+            return Ok(false);
+        }
+        let mut nd = std::mem::take(&mut self.state.scratch);
+        nd.clear();
+        nd.resize(node::leaf_len(key.len(), val.len(), false), 0);
+        node::write_leaf(&mut nd, key, &LeafValue::Inline(val), 0);
+        let r = self
+            .store
+            .dirty_mut(pgno)
+            .and_then(|b| append_to_leaf(b, pgno, self.ord, key, &nd));
+        self.state.scratch = nd;
+        if matches!(r, Ok(true)) {
+            self.rec.entries = self.rec.entries.saturating_add(1);
+        }
+        r
     }
-    let mut nd = std::mem::take(&mut w.scratch);
-    nd.clear();
-    nd.resize(node::leaf_len(key.len(), val.len(), false), 0);
-    node::write_leaf(&mut nd, key, &LeafValue::Inline(val), 0);
-    let r = w
-        .dirty_mut(pgno)
-        .and_then(|b| append_to_leaf(b, pgno, ord, key, &nd));
-    w.scratch = nd;
-    if matches!(r, Ok(true)) {
-        rec.entries = rec.entries.saturating_add(1);
+
+    /// Whether `key` sorts after every key of the tree `self.rec` in `self.ord` (true for
+    /// an empty tree). This reads the last key: a descent for `key` may end
+    /// short of the right edge, before a leaf that deletes left empty with its
+    /// separator (see `delete.rs`).
+    pub(crate) fn sorts_last(&self, key: &[u8]) -> Result<bool> {
+        let src = crate::store::AnySource::Write(self.store.view());
+        let mut c = crate::cursor::RawCursor::new(src, *self.rec, self.ord);
+        Ok(c.last()?.is_none_or(|(last, _)| self.ord.lt(last, key)))
     }
-    r
+
+    /// Merges into `key` of the non-empty tree or the empty tree `self.rec` with one
+    /// descent: `f` gets the stored value (or `None`) and writes the new one
+    /// into `out`, which is then stored as [`put`] would. Nothing changes if
+    /// `f` fails, if the new value is too long, or if it equals the stored one.
+    pub(crate) fn merge(
+        &mut self,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        f: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        out.clear();
+        if self.rec.root == 0 {
+            f(None, out)?;
+            check_value_len(out.len())?;
+            return self.put(key, out);
+        }
+        let (mut path, found) = descend(self.store.view(), self.rec, self.ord, key)?;
+        {
+            let s = self.store.view();
+            let old = if found {
+                let leaf = path.leaf();
+                Some(s.value(s.page(leaf.pgno)?.leaf(leaf.idx())?.value)?)
+            } else {
+                None
+            };
+            f(old, out)?;
+            if old == Some(&out[..]) {
+                return Ok(());
+            }
+        }
+        check_value_len(out.len())?;
+        // Reserving may load GC records, which changes only the GC tree: the
+        // path found above stays valid.
+        self.reserve_for(key.len(), out.len())?;
+        self.state.clear_hint(self.rec.root);
+        self.touch_path(&mut path)?;
+        self.put_at(key, out, 0, &path, found, false)
+    }
+
+    /// Reserves free pages for the worst case of writing a `len`-byte value
+    /// with a `klen`-byte key into `self.rec`: a split at every level, a new root,
+    /// and an overflow run.
+    fn reserve_for(&mut self, klen: usize, len: usize) -> Result<()> {
+        let l = self.store.layout();
+        let run = if l.inline(klen, len) {
+            0
+        } else {
+            l.overflow_pages(len)
+        };
+        self.store
+            .reserve(2 * (self.rec.depth as usize + 1) + 1 + run, run)
+    }
+
+    /// Writes `key` = `val` at the end of `path` (dirty, with the leaf index
+    /// where the key is or goes; `found` if it is there). `hinted`: the path
+    /// came from the append hint, so it ends at the right edge of the tree.
+    fn put_at(
+        &mut self,
+        key: &[u8],
+        val: &[u8],
+        flags: u8,
+        path: &Path,
+        found: bool,
+        hinted: bool,
+    ) -> Result<()> {
+        let l = self.store.layout();
+        let big = !l.inline(key.len(), val.len());
+        let run = if big { l.overflow_pages(val.len()) } else { 0 };
+        let leaf = path.leaf();
+        if found {
+            if self.overwrite_in_place(leaf.pgno, leaf.idx(), val, big, flags)? {
+                return Ok(());
+            }
+            self.remove_leaf_node(leaf.pgno, leaf.idx())?;
+            self.rec.entries = self.rec.entries.saturating_sub(1);
+        }
+        let value = if big {
+            let (pgno, cksum) = self.store.write_overflow(val)?;
+            self.rec.overflow_pages = self.rec.overflow_pages.saturating_add(run as u64);
+            LeafValue::Overflow {
+                pgno,
+                len: val.len(),
+                cksum,
+            }
+        } else {
+            LeafValue::Inline(val)
+        };
+        let mut scratch = std::mem::take(&mut self.state.scratch);
+        scratch.clear();
+        scratch.resize(node::leaf_len(key.len(), val.len(), big), 0);
+        // A new overflow run is dirty: its reference is FRESH.
+        node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { flags });
+        let leaf_pages = self.rec.leaf_pages;
+        // A hinted path ends at the right edge by construction.
+        let at_end = hinted || (!found && self.is_rightmost(path, path.len)?);
+        let r = self.insert_node(path, path.len - 1, leaf.idx(), &scratch);
+        self.state.scratch = scratch;
+        r?;
+        self.rec.entries = self.rec.entries.saturating_add(1);
+        // Appended at the right edge without a split: the next put of a larger
+        // key can go straight to this leaf. A hinted path came from the hint,
+        // which still holds it (the leaf index in a hint is not used).
+        if at_end && self.rec.leaf_pages == leaf_pages {
+            if !hinted
+                || self
+                    .state
+                    .append
+                    .as_ref()
+                    .is_none_or(|(r, _)| *r != self.rec.root)
+            {
+                self.state.append = Some((self.rec.root, *path));
+            }
+        } else if hinted {
+            self.state.append = None;
+        }
+        Ok(())
+    }
+
+    /// Sequential inserts without `MDB_APPEND`: if the last put into this tree
+    /// appended at its right edge (and nothing else changed the tree since),
+    /// and `key` sorts after the last key of that rightmost leaf (in `self.ord`),
+    /// returns the (dirty) path to the end of that leaf, skipping the descent.
+    fn append_path(&mut self, key: &[u8]) -> Result<Option<Path>> {
+        // A hint for another tree stays valid: this put does not touch it. A
+        // hint for this tree that does not apply is dropped, and so is this
+        // one if the put splits; `put_at` keeps it when the path holds.
+        let Some((root, hint)) = &self.state.append else {
+            return Ok(None);
+        };
+        if *root != self.rec.root {
+            return Ok(None);
+        }
+        let leaf = hint.leaf().pgno;
+        let n = if self.store.is_dirty(leaf) {
+            let p = self.store.view().page(leaf)?;
+            let n = p.len();
+            (n > 0 && self.ord.lt(p.leaf(n - 1)?.key, key)).then_some(n)
+        } else {
+            None
+        };
+        let Some(n) = n else {
+            self.state.append = None;
+            return Ok(None);
+        };
+        let mut path = *hint;
+        path.steps[path.len - 1].set_idx(n);
+        Ok(Some(path))
+    }
+
+    /// Replaces the value of node `idx` in dirty leaf `pgno` (and sets its
+    /// flags to `flags`) when the new value is inline and exactly as long as an
+    /// inline old one.
+    fn overwrite_in_place(
+        &mut self,
+        pgno: Pgno,
+        idx: usize,
+        val: &[u8],
+        big: bool,
+        flags: u8,
+    ) -> Result<bool> {
+        if big {
+            return Ok(false);
+        }
+        let b = self.store.dirty_mut(pgno)?;
+        let (klen, same) = {
+            let p = Page::new(b, pgno)?;
+            let n = p.leaf(idx)?;
+            let same = matches!(n.value, LeafValue::Inline(v) if v.len() == val.len());
+            (n.key.len(), same)
+        };
+        if same {
+            let d = edit::node_mut(b, idx);
+            let v = node::LEAF_HDR + klen;
+            d[0] = flags;
+            d[v..v + val.len()].copy_from_slice(val);
+        }
+        Ok(same)
+    }
+
+    /// Removes node `idx` from dirty leaf `pgno`, freeing its overflow run.
+    pub(crate) fn remove_leaf_node(&mut self, pgno: Pgno, idx: usize) -> Result<()> {
+        let l = self.store.layout();
+        let (len, run) = {
+            let b = self.store.dirty_mut(pgno)?;
+            let p = Page::new(b, pgno)?;
+            let n = p.leaf(idx)?;
+            let run = match n.value {
+                LeafValue::Overflow { pgno, len, .. } => Some((pgno, l.overflow_pages(len))),
+                LeafValue::Inline(_) => None,
+            };
+            (n.stored_len(), run)
+        };
+        edit::remove(self.store.dirty_mut(pgno)?, idx, len);
+        if let Some((ov, n)) = run {
+            self.store.free_run(ov, n)?;
+            self.rec.overflow_pages = self.rec.overflow_pages.saturating_sub(n as u64);
+        }
+        Ok(())
+    }
+
+    /// Makes every page on `path` dirty, top down, pointing each parent at its
+    /// child's new page number.
+    pub(crate) fn touch_path(&mut self, path: &mut Path) -> Result<()> {
+        for level in 0..path.len {
+            let old = path.steps[level].pgno;
+            let new = self.store.touch(old)?;
+            if new == old {
+                continue;
+            }
+            path.steps[level].pgno = new;
+            if level == 0 {
+                self.rec.root = new;
+            } else {
+                let parent = path.steps[level - 1];
+                self.set_child(parent.pgno, parent.idx(), new)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Points node `idx` of dirty branch `pgno` at the dirty page `child`
+    /// (marked `FRESH`; the checksum is filled in at commit).
+    pub(crate) fn set_child(&mut self, pgno: Pgno, idx: usize, child: Pgno) -> Result<()> {
+        let b = self.store.dirty_mut(pgno)?;
+        Page::new(b, pgno)?.branch(idx)?;
+        node::set_branch_child(edit::node_mut(b, idx), child, 0, FRESH);
+        Ok(())
+    }
+
+    /// Inserts the raw node `nd` at `idx` of the dirty page at `path[level]`,
+    /// splitting as needed.
+    pub(crate) fn insert_node(
+        &mut self,
+        path: &Path,
+        level: usize,
+        idx: usize,
+        nd: &[u8],
+    ) -> Result<()> {
+        let pg = path.steps[level].pgno;
+        if edit::insert_raw(self.store.dirty_mut(pg)?, idx, nd) {
+            return Ok(());
+        }
+        let rightmost = self.is_rightmost(path, level)?;
+        let src = self
+            .store
+            .take_dirty(pg)
+            .ok_or_else(|| Error::corrupted(u64::from(pg), "page to split is not dirty"))?;
+        self.split(path, level, idx, nd, src, rightmost)
+    }
+
+    /// Whether the page at `path[level]` is the last at every level above it.
+    /// With `level == path.len`, whether the leaf index is also past the last
+    /// node (an insert there appends at the right edge of the tree).
+    fn is_rightmost(&self, path: &Path, level: usize) -> Result<bool> {
+        let s = self.store.view();
+        for j in 0..level {
+            let st = path.steps[j];
+            let n = s.page(st.pgno)?.len();
+            let last = if j + 1 == path.len {
+                n
+            } else {
+                n.saturating_sub(1)
+            };
+            if st.idx() != last {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Splits the page `src` (removed from the dirty set) while inserting `nd`
+    /// at `idx`: the left half keeps the page number, the right half gets a new
+    /// page, and the right half's first key goes up to the parent.
+    fn split(
+        &mut self,
+        path: &Path,
+        level: usize,
+        idx: usize,
+        nd: &[u8],
+        mut src: PageBuf,
+        rightmost: bool,
+    ) -> Result<()> {
+        let pg = path.steps[level].pgno;
+        let (kind, old_n) = {
+            let p = Page::new(&src, pg)?;
+            (p.kind(), p.len())
+        };
+        let (sep, right) = if rightmost && idx == old_n {
+            // Append split (sorted loads): the page keeps every node it has,
+            // full, and the new node alone starts the right page. Nothing to
+            // rebuild or copy.
+            let right = self.store.new_page(kind)?;
+            let (sep, first) = match kind {
+                Kind::Branch => {
+                    let b = BranchNode::parse(nd).ok_or_else(|| {
+                        Error::corrupted(u64::from(pg), "branch node to insert is short")
+                    })?;
+                    (b.key.to_vec(), branch_node(&[], b.child, b.cksum, b.flags))
+                }
+                _ => {
+                    let n = node::LeafNode::parse(nd).ok_or_else(|| {
+                        Error::corrupted(u64::from(pg), "leaf node to insert is short")
+                    })?;
+                    (n.key.to_vec(), nd.to_vec())
+                }
+            };
+            edit::insert_raw(self.store.dirty_mut(right)?, 0, &first);
+            self.store.put_dirty(pg, src);
+            (sep, right)
+        } else {
+            let left = self.build_halves(pg, idx, nd, &src, rightmost)?;
+            // The left half goes back into the page's own buffer (in write-map
+            // mode, its bytes in the file).
+            src.copy_from_slice(&left.buf);
+            self.store.recycle(PageBuf::heap(left.buf));
+            self.store.put_dirty(pg, src);
+            (left.sep, left.right)
+        };
+        match kind {
+            Kind::Leaf => self.rec.leaf_pages = self.rec.leaf_pages.saturating_add(1),
+            _ => self.rec.branch_pages = self.rec.branch_pages.saturating_add(1),
+        }
+        let link = branch_node(&sep, right, 0, FRESH);
+        if level == 0 {
+            self.new_root(pg, &link)
+        } else {
+            let parent = path.steps[level - 1];
+            self.insert_node(path, level - 1, parent.idx() + 1, &link)
+        }
+    }
+
+    /// Distributes the nodes of `src` plus `nd` (at `idx`) over a new left
+    /// buffer and a new right page.
+    fn build_halves(
+        &mut self,
+        pg: Pgno,
+        idx: usize,
+        nd: &[u8],
+        src: &[u8],
+        rightmost: bool,
+    ) -> Result<Halves> {
+        let p = Page::new(src, pg)?;
+        let kind = p.kind();
+        let n = p.len();
+        let item = |k: usize| -> Result<&[u8]> {
+            match k.cmp(&idx) {
+                std::cmp::Ordering::Less => p.raw_node(k),
+                std::cmp::Ordering::Equal => Ok(nd),
+                std::cmp::Ordering::Greater => p.raw_node(k - 1),
+            }
+        };
+        let key_of = |raw: &[u8]| -> Result<Vec<u8>> {
+            let k = match kind {
+                Kind::Leaf => node::LeafNode::parse(raw).map(|n| n.key),
+                _ => BranchNode::parse(raw).map(|n| n.key),
+            };
+            k.map(<[u8]>::to_vec)
+                .ok_or_else(|| Error::corrupted(u64::from(pg), "node overruns page in split"))
+        };
+        let mut sizes = Vec::with_capacity(n + 1);
+        let mut keylens = Vec::with_capacity(n + 1);
+        for k in 0..=n {
+            let raw = item(k)?;
+            sizes.push(raw.len() + 2);
+            keylens.push(if kind == Kind::Branch {
+                key_of(raw)?.len()
+            } else {
+                0
+            });
+        }
+        let cap = self.store.layout().psize - HDR;
+        let s = choose_split(&sizes, &keylens, cap, rightmost && idx == n)
+            .ok_or_else(|| Error::corrupted(u64::from(pg), "no split point fits"))?;
+        let sep = key_of(item(s)?)?;
+
+        let right = self.store.new_page(kind)?;
+        let mut left = self.store.buffer();
+        crate::page::init(&mut left, pg, kind, self.store.txnid());
+        for k in 0..s {
+            if !edit::insert_raw(&mut left, k, item(k)?) {
+                return Err(Error::corrupted(u64::from(pg), "split half overflows"));
+            }
+        }
+        let rb = self.store.dirty_mut(right)?;
+        for k in s..=n {
+            let raw = item(k)?;
+            let ok = if kind == Kind::Branch && k == s {
+                let b = BranchNode::parse(raw)
+                    .ok_or_else(|| Error::corrupted(u64::from(pg), "branch node overruns page"))?;
+                edit::insert_raw(rb, 0, &branch_node(&[], b.child, b.cksum, b.flags))
+            } else {
+                edit::insert_raw(rb, k - s, raw)
+            };
+            if !ok {
+                return Err(Error::corrupted(u64::from(pg), "split half overflows"));
+            }
+        }
+        Ok(Halves {
+            buf: left,
+            sep,
+            right,
+        })
+    }
+
+    /// Adds a level: a new root branch over `left` and the node `link`.
+    fn new_root(&mut self, left: Pgno, link: &[u8]) -> Result<()> {
+        if self.rec.depth as usize >= super::MAX_DEPTH {
+            return Err(Error::corrupted(
+                u64::from(self.rec.root),
+                "tree would exceed 32 levels",
+            ));
+        }
+        let root = self.store.new_page(Kind::Branch)?;
+        let b = self.store.dirty_mut(root)?;
+        edit::insert_raw(b, 0, &branch_node(&[], left, 0, FRESH));
+        edit::insert_raw(b, 1, link);
+        self.rec.root = root;
+        self.rec.depth += 1;
+        self.rec.branch_pages = self.rec.branch_pages.saturating_add(1);
+        Ok(())
+    }
 }
 
 /// Inserts node `nd` of `key` at the end of leaf `b` (page `pgno`) if
@@ -132,64 +538,6 @@ fn append_to_leaf(b: &mut [u8], pgno: Pgno, ord: Order<'_>, key: &[u8], nd: &[u8
     Ok(edit::insert_raw(b, n, nd))
 }
 
-/// Whether `key` sorts after every key of the tree `rec` in `ord` (true for
-/// an empty tree). This reads the last key: a descent for `key` may end
-/// short of the right edge, before a leaf that deletes left empty with its
-/// separator (see `delete.rs`).
-pub(crate) fn sorts_last(
-    w: &Writer,
-    map: &Map,
-    rec: &DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-) -> Result<bool> {
-    let src = crate::store::AnySource::Write(w.source(map));
-    let mut c = crate::cursor::RawCursor::new(src, *rec, ord);
-    Ok(c.last()?.is_none_or(|(last, _)| ord.lt(last, key)))
-}
-
-/// Merges into `key` of the non-empty tree or the empty tree `rec` with one
-/// descent: `f` gets the stored value (or `None`) and writes the new one
-/// into `out`, which is then stored as [`put`] would. Nothing changes if
-/// `f` fails, if the new value is too long, or if it equals the stored one.
-pub(crate) fn merge(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-    out: &mut Vec<u8>,
-    f: impl FnOnce(Option<&[u8]>, &mut Vec<u8>) -> Result<()>,
-) -> Result<()> {
-    out.clear();
-    if rec.root == 0 {
-        f(None, out)?;
-        check_value_len(out.len())?;
-        return put(w, map, rec, ord, key, out);
-    }
-    let (mut path, found) = descend(w.source(map), rec, ord, key)?;
-    {
-        let s = w.source(map);
-        let old = if found {
-            let leaf = path.leaf();
-            Some(s.value(s.page(leaf.pgno)?.leaf(leaf.idx())?.value)?)
-        } else {
-            None
-        };
-        f(old, out)?;
-        if old == Some(&out[..]) {
-            return Ok(());
-        }
-    }
-    check_value_len(out.len())?;
-    // Reserving may load GC records, which changes only the GC tree: the
-    // path found above stays valid.
-    reserve_for(w, map, rec, key.len(), out.len())?;
-    w.clear_hint(rec.root);
-    touch_path(w, map, rec, &mut path)?;
-    put_at(w, map, rec, key, out, 0, &path, found, false)
-}
-
 /// `ValueTooLarge` for a value over the format's limit.
 fn check_value_len(len: usize) -> Result<()> {
     if len > crate::page::MAX_VALUE {
@@ -199,396 +547,6 @@ fn check_value_len(len: usize) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Reserves free pages for the worst case of writing a `len`-byte value
-/// with a `klen`-byte key into `rec`: a split at every level, a new root,
-/// and an overflow run.
-fn reserve_for(w: &mut Writer, map: &Map, rec: &DbRecord, klen: usize, len: usize) -> Result<()> {
-    let l = w.layout;
-    let run = if l.inline(klen, len) {
-        0
-    } else {
-        l.overflow_pages(len)
-    };
-    w.reserve(map, 2 * (rec.depth as usize + 1) + 1 + run, run)
-}
-
-/// Writes `key` = `val` at the end of `path` (dirty, with the leaf index
-/// where the key is or goes; `found` if it is there). `hinted`: the path
-/// came from the append hint, so it ends at the right edge of the tree.
-#[allow(clippy::too_many_arguments)]
-fn put_at(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    key: &[u8],
-    val: &[u8],
-    flags: u8,
-    path: &Path,
-    found: bool,
-    hinted: bool,
-) -> Result<()> {
-    let l = w.layout;
-    let big = !l.inline(key.len(), val.len());
-    let run = if big { l.overflow_pages(val.len()) } else { 0 };
-    let leaf = path.leaf();
-    if found {
-        if overwrite_in_place(w, leaf.pgno, leaf.idx(), val, big, flags)? {
-            return Ok(());
-        }
-        remove_leaf_node(w, rec, leaf.pgno, leaf.idx())?;
-        rec.entries = rec.entries.saturating_sub(1);
-    }
-    let value = if big {
-        let (pgno, cksum) = w.write_overflow(map, val)?;
-        rec.overflow_pages = rec.overflow_pages.saturating_add(run as u64);
-        LeafValue::Overflow {
-            pgno,
-            len: val.len(),
-            cksum,
-        }
-    } else {
-        LeafValue::Inline(val)
-    };
-    let mut scratch = std::mem::take(&mut w.scratch);
-    scratch.clear();
-    scratch.resize(node::leaf_len(key.len(), val.len(), big), 0);
-    // A new overflow run is dirty: its reference is FRESH.
-    node::write_leaf(&mut scratch, key, &value, if big { FRESH } else { flags });
-    let leaf_pages = rec.leaf_pages;
-    // A hinted path ends at the right edge by construction.
-    let at_end = hinted || (!found && is_rightmost(w, map, path, path.len)?);
-    let r = insert_node(w, map, rec, path, path.len - 1, leaf.idx(), &scratch);
-    w.scratch = scratch;
-    r?;
-    rec.entries = rec.entries.saturating_add(1);
-    // Appended at the right edge without a split: the next put of a larger
-    // key can go straight to this leaf. A hinted path came from the hint,
-    // which still holds it (the leaf index in a hint is not used).
-    if at_end && rec.leaf_pages == leaf_pages {
-        if !hinted || w.append_hint.as_ref().is_none_or(|(r, _)| *r != rec.root) {
-            w.append_hint = Some((rec.root, *path));
-        }
-    } else if hinted {
-        w.append_hint = None;
-    }
-    Ok(())
-}
-
-/// Sequential inserts without `MDB_APPEND`: if the last put into this tree
-/// appended at its right edge (and nothing else changed the tree since),
-/// and `key` sorts after the last key of that rightmost leaf (in `ord`),
-/// returns the (dirty) path to the end of that leaf, skipping the descent.
-fn append_path(
-    w: &mut Writer,
-    map: &Map,
-    rec: &DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-) -> Result<Option<Path>> {
-    // A hint for another tree stays valid: this put does not touch it. A
-    // hint for this tree that does not apply is dropped, and so is this
-    // one if the put splits; `put_at` keeps it when the path holds.
-    let Some((root, hint)) = &w.append_hint else {
-        return Ok(None);
-    };
-    if *root != rec.root {
-        return Ok(None);
-    }
-    let leaf = hint.leaf().pgno;
-    let n = if w.is_dirty(leaf) {
-        let p = w.source(map).page(leaf)?;
-        let n = p.len();
-        (n > 0 && ord.lt(p.leaf(n - 1)?.key, key)).then_some(n)
-    } else {
-        None
-    };
-    let Some(n) = n else {
-        w.append_hint = None;
-        return Ok(None);
-    };
-    let mut path = *hint;
-    path.steps[path.len - 1].set_idx(n);
-    Ok(Some(path))
-}
-
-/// Replaces the value of node `idx` in dirty leaf `pgno` (and sets its
-/// flags to `flags`) when the new value is inline and exactly as long as an
-/// inline old one.
-fn overwrite_in_place(
-    w: &mut Writer,
-    pgno: Pgno,
-    idx: usize,
-    val: &[u8],
-    big: bool,
-    flags: u8,
-) -> Result<bool> {
-    if big {
-        return Ok(false);
-    }
-    let b = w.dirty_mut(pgno)?;
-    let (klen, same) = {
-        let p = Page::new(b, pgno)?;
-        let n = p.leaf(idx)?;
-        let same = matches!(n.value, LeafValue::Inline(v) if v.len() == val.len());
-        (n.key.len(), same)
-    };
-    if same {
-        let d = edit::node_mut(b, idx);
-        let v = node::LEAF_HDR + klen;
-        d[0] = flags;
-        d[v..v + val.len()].copy_from_slice(val);
-    }
-    Ok(same)
-}
-
-/// Removes node `idx` from dirty leaf `pgno`, freeing its overflow run.
-pub(crate) fn remove_leaf_node(
-    w: &mut Writer,
-    rec: &mut DbRecord,
-    pgno: Pgno,
-    idx: usize,
-) -> Result<()> {
-    let l = w.layout;
-    let (len, run) = {
-        let b = w.dirty_mut(pgno)?;
-        let p = Page::new(b, pgno)?;
-        let n = p.leaf(idx)?;
-        let run = match n.value {
-            LeafValue::Overflow { pgno, len, .. } => Some((pgno, l.overflow_pages(len))),
-            LeafValue::Inline(_) => None,
-        };
-        (n.stored_len(), run)
-    };
-    edit::remove(w.dirty_mut(pgno)?, idx, len);
-    if let Some((ov, n)) = run {
-        w.free_run(ov, n)?;
-        rec.overflow_pages = rec.overflow_pages.saturating_sub(n as u64);
-    }
-    Ok(())
-}
-
-/// Makes every page on `path` dirty, top down, pointing each parent at its
-/// child's new page number.
-pub(crate) fn touch_path(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    path: &mut Path,
-) -> Result<()> {
-    for level in 0..path.len {
-        let old = path.steps[level].pgno;
-        let new = w.touch(map, old)?;
-        if new == old {
-            continue;
-        }
-        path.steps[level].pgno = new;
-        if level == 0 {
-            rec.root = new;
-        } else {
-            let parent = path.steps[level - 1];
-            set_child(w, parent.pgno, parent.idx(), new)?;
-        }
-    }
-    Ok(())
-}
-
-/// Points node `idx` of dirty branch `pgno` at the dirty page `child`
-/// (marked `FRESH`; the checksum is filled in at commit).
-pub(crate) fn set_child(w: &mut Writer, pgno: Pgno, idx: usize, child: Pgno) -> Result<()> {
-    let b = w.dirty_mut(pgno)?;
-    Page::new(b, pgno)?.branch(idx)?;
-    node::set_branch_child(edit::node_mut(b, idx), child, 0, FRESH);
-    Ok(())
-}
-
-/// Inserts the raw node `nd` at `idx` of the dirty page at `path[level]`,
-/// splitting as needed.
-pub(crate) fn insert_node(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    path: &Path,
-    level: usize,
-    idx: usize,
-    nd: &[u8],
-) -> Result<()> {
-    let pg = path.steps[level].pgno;
-    if edit::insert_raw(w.dirty_mut(pg)?, idx, nd) {
-        return Ok(());
-    }
-    let rightmost = is_rightmost(w, map, path, level)?;
-    let src = w
-        .take_dirty(pg)
-        .ok_or_else(|| Error::corrupted(u64::from(pg), "page to split is not dirty"))?;
-    split(w, map, rec, path, level, idx, nd, src, rightmost)
-}
-
-/// Whether the page at `path[level]` is the last at every level above it.
-/// With `level == path.len`, whether the leaf index is also past the last
-/// node (an insert there appends at the right edge of the tree).
-fn is_rightmost(w: &Writer, map: &Map, path: &Path, level: usize) -> Result<bool> {
-    let s = w.source(map);
-    for j in 0..level {
-        let st = path.steps[j];
-        let n = s.page(st.pgno)?.len();
-        let last = if j + 1 == path.len {
-            n
-        } else {
-            n.saturating_sub(1)
-        };
-        if st.idx() != last {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// Splits the page `src` (removed from the dirty set) while inserting `nd`
-/// at `idx`: the left half keeps the page number, the right half gets a new
-/// page, and the right half's first key goes up to the parent.
-#[allow(clippy::too_many_arguments)]
-fn split(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    path: &Path,
-    level: usize,
-    idx: usize,
-    nd: &[u8],
-    mut src: PageBuf,
-    rightmost: bool,
-) -> Result<()> {
-    let pg = path.steps[level].pgno;
-    let (kind, old_n) = {
-        let p = Page::new(&src, pg)?;
-        (p.kind(), p.len())
-    };
-    let (sep, right) = if rightmost && idx == old_n {
-        // Append split (sorted loads): the page keeps every node it has,
-        // full, and the new node alone starts the right page. Nothing to
-        // rebuild or copy.
-        let right = w.new_page(map, kind)?;
-        let (sep, first) = match kind {
-            Kind::Branch => {
-                let b = BranchNode::parse(nd).ok_or_else(|| {
-                    Error::corrupted(u64::from(pg), "branch node to insert is short")
-                })?;
-                (b.key.to_vec(), branch_node(&[], b.child, b.cksum, b.flags))
-            }
-            _ => {
-                let n = node::LeafNode::parse(nd).ok_or_else(|| {
-                    Error::corrupted(u64::from(pg), "leaf node to insert is short")
-                })?;
-                (n.key.to_vec(), nd.to_vec())
-            }
-        };
-        edit::insert_raw(w.dirty_mut(right)?, 0, &first);
-        w.dirty.insert(pg, src);
-        (sep, right)
-    } else {
-        let left = build_halves(w, map, pg, idx, nd, &src, rightmost)?;
-        // The left half goes back into the page's own buffer (in write-map
-        // mode, its bytes in the file).
-        src.copy_from_slice(&left.buf);
-        w.recycle_heap(left.buf);
-        w.dirty.insert(pg, src);
-        (left.sep, left.right)
-    };
-    match kind {
-        Kind::Leaf => rec.leaf_pages = rec.leaf_pages.saturating_add(1),
-        _ => rec.branch_pages = rec.branch_pages.saturating_add(1),
-    }
-    let link = branch_node(&sep, right, 0, FRESH);
-    if level == 0 {
-        new_root(w, map, rec, pg, &link)
-    } else {
-        let parent = path.steps[level - 1];
-        insert_node(w, map, rec, path, level - 1, parent.idx() + 1, &link)
-    }
-}
-
-/// The outcome of splitting a page: its new left half (to copy back into
-/// the page), the separator key, and the new right page.
-struct Halves {
-    buf: Box<[u8]>,
-    sep: Vec<u8>,
-    right: Pgno,
-}
-
-/// Distributes the nodes of `src` plus `nd` (at `idx`) over a new left
-/// buffer and a new right page.
-fn build_halves(
-    w: &mut Writer,
-    map: &Map,
-    pg: Pgno,
-    idx: usize,
-    nd: &[u8],
-    src: &[u8],
-    rightmost: bool,
-) -> Result<Halves> {
-    let p = Page::new(src, pg)?;
-    let kind = p.kind();
-    let n = p.len();
-    let item = |k: usize| -> Result<&[u8]> {
-        match k.cmp(&idx) {
-            std::cmp::Ordering::Less => p.raw_node(k),
-            std::cmp::Ordering::Equal => Ok(nd),
-            std::cmp::Ordering::Greater => p.raw_node(k - 1),
-        }
-    };
-    let key_of = |raw: &[u8]| -> Result<Vec<u8>> {
-        let k = match kind {
-            Kind::Leaf => node::LeafNode::parse(raw).map(|n| n.key),
-            _ => BranchNode::parse(raw).map(|n| n.key),
-        };
-        k.map(<[u8]>::to_vec)
-            .ok_or_else(|| Error::corrupted(u64::from(pg), "node overruns page in split"))
-    };
-    let mut sizes = Vec::with_capacity(n + 1);
-    let mut keylens = Vec::with_capacity(n + 1);
-    for k in 0..=n {
-        let raw = item(k)?;
-        sizes.push(raw.len() + 2);
-        keylens.push(if kind == Kind::Branch {
-            key_of(raw)?.len()
-        } else {
-            0
-        });
-    }
-    let cap = w.layout.psize - HDR;
-    let s = choose_split(&sizes, &keylens, cap, rightmost && idx == n)
-        .ok_or_else(|| Error::corrupted(u64::from(pg), "no split point fits"))?;
-    let sep = key_of(item(s)?)?;
-
-    let right = w.new_page(map, kind)?;
-    let mut left = w.buffer();
-    crate::page::init(&mut left, pg, kind, w.txnid);
-    for k in 0..s {
-        if !edit::insert_raw(&mut left, k, item(k)?) {
-            return Err(Error::corrupted(u64::from(pg), "split half overflows"));
-        }
-    }
-    let rb = w.dirty_mut(right)?;
-    for k in s..=n {
-        let raw = item(k)?;
-        let ok = if kind == Kind::Branch && k == s {
-            let b = BranchNode::parse(raw)
-                .ok_or_else(|| Error::corrupted(u64::from(pg), "branch node overruns page"))?;
-            edit::insert_raw(rb, 0, &branch_node(&[], b.child, b.cksum, b.flags))
-        } else {
-            edit::insert_raw(rb, k - s, raw)
-        };
-        if !ok {
-            return Err(Error::corrupted(u64::from(pg), "split half overflows"));
-        }
-    }
-    Ok(Halves {
-        buf: left,
-        sep,
-        right,
-    })
 }
 
 /// Picks the number of items that stay left. `sizes` are node+slot bytes;
@@ -624,20 +582,10 @@ pub(crate) fn branch_node(key: &[u8], child: Pgno, cksum: u64, flags: u8) -> Vec
     v
 }
 
-/// Adds a level: a new root branch over `left` and the node `link`.
-fn new_root(w: &mut Writer, map: &Map, rec: &mut DbRecord, left: Pgno, link: &[u8]) -> Result<()> {
-    if rec.depth as usize >= super::MAX_DEPTH {
-        return Err(Error::corrupted(
-            u64::from(rec.root),
-            "tree would exceed 32 levels",
-        ));
-    }
-    let root = w.new_page(map, Kind::Branch)?;
-    let b = w.dirty_mut(root)?;
-    edit::insert_raw(b, 0, &branch_node(&[], left, 0, FRESH));
-    edit::insert_raw(b, 1, link);
-    rec.root = root;
-    rec.depth += 1;
-    rec.branch_pages = rec.branch_pages.saturating_add(1);
-    Ok(())
+/// The outcome of splitting a page: its new left half (to copy back into
+/// the page), the separator key, and the new right page.
+struct Halves {
+    buf: Box<[u8]>,
+    sep: Vec<u8>,
+    right: Pgno,
 }

@@ -17,6 +17,7 @@ pub(crate) mod walk;
 use crate::error::{Error, Result};
 use crate::order::Order;
 use crate::page::{DbRecord, Pgno};
+use crate::store::PageStore;
 pub(crate) use crate::store::Source;
 
 /// Deepest tree accepted (as LMDB's cursor stack). With at least two keys
@@ -174,4 +175,66 @@ pub(crate) fn descend<'a, S: Source<'a>>(
         pgno = p.branch(i)?.child;
     }
     Err(bad_level(pgno))
+}
+
+/// What the B+tree keeps between the operations of one write transaction.
+#[derive(Default)]
+pub(crate) struct TreeState {
+    /// The rightmost path of the tree with this root, left by a put that
+    /// appended there (see `insert::append_path`). Cleared by any other
+    /// change to that tree.
+    pub append: Option<(Pgno, Path)>,
+    /// Scratch buffer for building nodes.
+    pub scratch: Vec<u8>,
+}
+
+impl TreeState {
+    /// Forgets the append hint if it belongs to the tree rooted at `root`
+    /// (called before any change other than an appending put).
+    #[inline]
+    pub(crate) fn clear_hint(&mut self, root: Pgno) {
+        if self.append.as_ref().is_some_and(|(r, _)| *r == root) {
+            self.append = None;
+        }
+    }
+}
+
+/// One change to one tree (as redb's `MutateHelper`): the page store it
+/// changes, the state kept between operations, the tree's record (changed
+/// in place: root, depth, counts) and the order of its keys. The
+/// operations are in `insert`, `delete`, `dup` and `free`.
+pub(crate) struct Tree<'t, S> {
+    pub store: &'t mut S,
+    pub state: &'t mut TreeState,
+    pub rec: &'t mut DbRecord,
+    pub ord: Order<'t>,
+}
+
+impl<'t, S: PageStore> Tree<'t, S> {
+    /// The tree `rec`, sorted by `ord`, in `store`.
+    #[inline]
+    pub(crate) fn new(
+        store: &'t mut S,
+        state: &'t mut TreeState,
+        rec: &'t mut DbRecord,
+        ord: Order<'t>,
+    ) -> Tree<'t, S> {
+        Tree {
+            store,
+            state,
+            rec,
+            ord,
+        }
+    }
+
+    /// Another tree in the same store (a duplicate sub-tree).
+    #[inline]
+    pub(crate) fn with<'u>(&'u mut self, rec: &'u mut DbRecord, ord: Order<'u>) -> Tree<'u, S> {
+        Tree {
+            store: &mut *self.store,
+            state: &mut *self.state,
+            rec,
+            ord,
+        }
+    }
 }

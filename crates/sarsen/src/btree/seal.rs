@@ -13,18 +13,17 @@
 //! older commit the page was copied from: copy-on-write copies the page
 //! as it is, and sealing clears those stale marks. Clearing them here
 //! rather than at the copy visits only the marked links, where the copy
-//! would have rewritten every node of every copied page (measured: 9% of
-//! the instructions of a random merge into 10M records).
+//! would rewrite every node of every copied page.
 
 use super::Visited;
 use crate::error::{Error, Result};
 use crate::page::node::{self, FRESH, SUBTREE};
 use crate::page::{edit, DbRecord, Page, Pgno};
-use crate::txn::writer::Writer;
+use crate::store::PageStore;
 
 /// Computes the checksums of the dirty part of `rec` and stamps the root's.
-pub(crate) fn seal(w: &mut Writer, rec: &mut DbRecord) -> Result<()> {
-    if rec.root == 0 || !w.is_dirty(rec.root) {
+pub(crate) fn seal<S: PageStore>(s: &mut S, rec: &mut DbRecord) -> Result<()> {
+    if rec.root == 0 || !s.is_dirty(rec.root) {
         return Ok(());
     }
     let dups = rec.flags & crate::page::record::DUPSORT != 0;
@@ -36,8 +35,8 @@ pub(crate) fn seal(w: &mut Writer, rec: &mut DbRecord) -> Result<()> {
         dups,
     };
     let mut seen = Visited::default();
-    rec.root_cksum = seal_page(w, rec.root, tree, &mut seen)?;
-    rec.mod_txnid = w.txnid;
+    rec.root_cksum = seal_page(s, rec.root, tree, &mut seen)?;
+    rec.mod_txnid = s.txnid();
     Ok(())
 }
 
@@ -58,11 +57,11 @@ struct Tree {
 /// A page reached twice (`seen`) is an error: each page has one parent,
 /// and a damaged free list that handed out a live page could otherwise
 /// make a cycle.
-fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Result<u64> {
+fn seal_page<S: PageStore>(s: &mut S, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Result<u64> {
     seen.enter(pgno)?;
     let mut links: Vec<(usize, Pgno, u8)> = Vec::new();
     let leaf = {
-        let b = w.dirty.get(&pgno).map(|b| &b[..]).unwrap_or(&[]);
+        let b = s.dirty(pgno).map(|b| &b[..]).unwrap_or(&[]);
         let p = Page::new(b, pgno)?;
         if p.is_leaf() {
             if tree.leaf_links {
@@ -77,7 +76,7 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
             #[cfg(debug_assertions)]
             for i in 0..p.len() {
                 let nd = p.branch(i)?;
-                if nd.flags & FRESH == 0 && w.is_dirty(nd.child) {
+                if nd.flags & FRESH == 0 && s.is_dirty(nd.child) {
                     return Err(Error::corrupted(
                         u64::from(nd.child),
                         "dirty child linked without FRESH (a free page still in a tree)",
@@ -92,16 +91,16 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
     // nor sealed, its kept checksum goes into the branch.
     let use_kept = !leaf && !tree.leaf_links;
     for &(_, target, _) in links.iter().take(PREFETCH_AHEAD) {
-        prefetch_dirty(w, target, use_kept);
+        prefetch_dirty(s, target, use_kept);
     }
     for (n, &(i, target, flags)) in links.iter().enumerate() {
         // The dirty pages were written while the transaction ran and are
         // cold by now: keep loading the next ones while this one is sealed.
         if let Some(&(_, next, _)) = links.get(n + PREFETCH_AHEAD) {
-            prefetch_dirty(w, next, use_kept);
+            prefetch_dirty(s, next, use_kept);
         }
         // `None`: not dirty; else the checksum the buffer kept, if any.
-        let dirty = match w.dirty.get(&target) {
+        let dirty = match s.dirty(target) {
             Some(b) if target != 0 => Some(b.leaf_checksum().filter(|_| use_kept)),
             _ => None,
         };
@@ -109,13 +108,13 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
             None => {
                 // Stale: the target was written by an older commit.
                 let at = if leaf { 0 } else { 12 };
-                edit::node_mut(w.dirty_mut(pgno)?, i)[at] &= !FRESH;
+                edit::node_mut(s.dirty_mut(pgno)?, i)[at] &= !FRESH;
             }
             Some(_) if leaf => {
                 // Else a dirty overflow run, whose checksum was set when it
                 // was written.
                 if flags & SUBTREE != 0 && tree.dups {
-                    seal_subtree(w, pgno, i, target, seen)?;
+                    seal_subtree(s, pgno, i, target, seen)?;
                 }
             }
             Some(kept) => {
@@ -124,15 +123,14 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
                         seen.enter(target)?;
                         sum
                     }
-                    None => seal_page(w, target, tree, seen)?,
+                    None => seal_page(s, target, tree, seen)?,
                 };
-                node::set_branch_child(edit::node_mut(w.dirty_mut(pgno)?, i), target, sum, FRESH);
+                node::set_branch_child(edit::node_mut(s.dirty_mut(pgno)?, i), target, sum, FRESH);
             }
         }
     }
-    let b = w
-        .dirty
-        .get(&pgno)
+    let b = s
+        .dirty(pgno)
         .ok_or_else(|| Error::corrupted(u64::from(pgno), "page expected dirty is not"))?;
     // A leaf whose links left it unchanged keeps the checksum it had.
     Ok(b.leaf_checksum()
@@ -140,26 +138,25 @@ fn seal_page(w: &mut Writer, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Resu
 }
 
 /// How many dirty children ahead seal asks for. Once leaves are hashed
-/// behind the writer, sealing a branch is short, and one page ahead left
-/// part of the next one's load exposed (paired runs at 10M records, random
-/// merges: 2 ahead 0.975x the time of 1; 4 ahead no better than 2).
+/// behind the writer, sealing a branch is short, and one page ahead leaves
+/// part of the next one's load exposed; more than two ahead gains nothing.
 const PREFETCH_AHEAD: usize = 2;
 
 /// Starts loading dirty page `pgno` into the cache, if it is dirty (and,
 /// with `use_kept`, if seal will need its bytes: it kept no checksum).
-fn prefetch_dirty(w: &Writer, pgno: Pgno, use_kept: bool) {
-    if let Some(b) = w.dirty.get(&pgno) {
+fn prefetch_dirty<S: PageStore>(s: &S, pgno: Pgno, use_kept: bool) {
+    if let Some(b) = s.dirty(pgno) {
         if use_kept && b.leaf_checksum().is_some() {
             return;
         }
-        crate::page::prefetch(&b[..w.layout.psize.min(b.len())]);
+        crate::page::prefetch(&b[..s.layout().psize.min(b.len())]);
     }
 }
 
 /// Seals the dirty duplicate sub-tree rooted at `root`, whose record is the
 /// value of node `i` of dirty leaf `pgno`, and stamps the record.
-fn seal_subtree(
-    w: &mut Writer,
+fn seal_subtree<S: PageStore>(
+    s: &mut S,
     pgno: Pgno,
     i: usize,
     root: Pgno,
@@ -169,9 +166,9 @@ fn seal_subtree(
         leaf_links: false,
         dups: false,
     };
-    let sum = seal_page(w, root, sub, seen)?;
-    let txnid = w.txnid;
-    let b = w.dirty_mut(pgno)?;
+    let sum = seal_page(s, root, sub, seen)?;
+    let txnid = s.txnid();
+    let b = s.dirty_mut(pgno)?;
     let at = {
         let p = Page::new(b, pgno)?;
         let n = p.leaf(i)?;

@@ -5,15 +5,23 @@
 //!   the writer's view, its dirty pages first and then the map; and
 //!   [`AnySource`], either of the two for cursors.
 //! - [`PageStore`]: the calls a changing tree makes (copy-on-write,
-//!   allocation, freeing, dirty bytes).
+//!   allocation, freeing, dirty bytes), implemented by the [`Pager`] alone
+//!   (the tree's unit tests) and by the write transaction, which refills
+//!   the pager from the GC when a tree reserves pages.
 //!
 //! Nothing here knows the tree's node layout beyond page headers, or any
 //! transaction state beyond pages.
 
+mod claims;
+mod marks;
+mod pager;
+
+pub(crate) use pager::{Pager, WSource};
+
 use crate::error::{Error, Result};
+use crate::io::buf::PageBuf;
 use crate::io::Map;
-use crate::page::{self, Layout, LeafValue, Page, Pgno};
-use crate::txn::writer::WSource;
+use crate::page::{self, Kind, Layout, LeafValue, Page, Pgno};
 
 /// Where pages come from. Copy, so views borrow the source's lifetime `'a`
 /// rather than a local.
@@ -116,5 +124,116 @@ impl<'a> Source<'a> for AnySource<'a> {
             AnySource::Map(s) => s.value(v),
             AnySource::Write(s) => s.value(v),
         }
+    }
+}
+
+/// The page store a changing B+tree works on (as redb's `PageAllocator`
+/// under its `MutateHelper`). Every page the tree changes is dirty: it was
+/// allocated by [`new_page`](PageStore::new_page), copied by
+/// [`touch`](PageStore::touch), or written by
+/// [`write_overflow`](PageStore::write_overflow) in this transaction.
+///
+/// Errors are `Corrupted` when a page number from the file is out of
+/// place (the store checks what the tree hands it), and
+/// `UpperBoundReached` when the file may not grow enough.
+pub(crate) trait PageStore {
+    /// The read view: dirty pages first, then the snapshot in the map.
+    fn view(&self) -> WSource<'_>;
+    /// Sizes derived from the page size.
+    fn layout(&self) -> Layout;
+    /// Txnid of the transaction under way (stamped on new pages).
+    fn txnid(&self) -> u64;
+    /// Makes sure `pages` pages can be allocated, `run` of them contiguous,
+    /// before an operation changes anything, so that running out of space
+    /// fails cleanly: `UpperBoundReached`, with nothing changed.
+    fn reserve(&mut self, pages: usize, run: usize) -> Result<()>;
+    /// A fresh dirty page of `kind`, empty.
+    fn new_page(&mut self, kind: Kind) -> Result<Pgno>;
+    /// Copy-on-write: makes page `pgno` dirty, returning its (possibly new)
+    /// number; the old page is freed. The caller re-links the parent.
+    fn touch(&mut self, pgno: Pgno) -> Result<Pgno>;
+    /// Frees `n` pages at `pgno`.
+    fn free(&mut self, pgno: Pgno, n: usize) -> Result<()>;
+    /// Frees the overflow run a leaf node names, checked to lie inside the
+    /// allocated pages.
+    fn free_run(&mut self, pgno: Pgno, n: usize) -> Result<()>;
+    /// Writes `value` into a new overflow run: (first page, checksum).
+    fn write_overflow(&mut self, value: &[u8]) -> Result<(Pgno, u64)>;
+    /// The bytes of dirty page `pgno`, to change.
+    fn dirty_mut(&mut self, pgno: Pgno) -> Result<&mut [u8]>;
+    /// Dirty page (or run) `pgno`, if it is dirty.
+    fn dirty(&self, pgno: Pgno) -> Option<&PageBuf>;
+    /// Takes dirty page `pgno` out of the dirty set (a split rebuilds it
+    /// and puts it back with [`put_dirty`](PageStore::put_dirty)).
+    fn take_dirty(&mut self, pgno: Pgno) -> Option<PageBuf>;
+    /// Puts back a page taken with [`take_dirty`](PageStore::take_dirty).
+    fn put_dirty(&mut self, pgno: Pgno, b: PageBuf);
+    /// A one-page scratch buffer.
+    fn buffer(&mut self) -> Box<[u8]>;
+    /// Returns a buffer from [`buffer`](PageStore::buffer) or
+    /// [`take_dirty`](PageStore::take_dirty) for reuse.
+    fn recycle(&mut self, b: PageBuf);
+    /// Whether page `pgno` is dirty.
+    #[inline]
+    fn is_dirty(&self, pgno: Pgno) -> bool {
+        self.dirty(pgno).is_some()
+    }
+}
+
+/// The pager alone: a store with no GC to refill from (what the tree's own
+/// unit tests run on). Reserving counts the reclaimed pages and the room
+/// below the upper bound.
+impl PageStore for Pager {
+    #[inline]
+    fn view(&self) -> WSource<'_> {
+        Pager::view(self)
+    }
+    #[inline]
+    fn layout(&self) -> Layout {
+        self.layout
+    }
+    #[inline]
+    fn txnid(&self) -> u64 {
+        self.txnid
+    }
+    fn reserve(&mut self, pages: usize, run: usize) -> Result<()> {
+        let have_run = self.has_run(run);
+        self.room(pages, run, have_run)
+    }
+    fn new_page(&mut self, kind: Kind) -> Result<Pgno> {
+        Pager::new_page(self, kind)
+    }
+    #[inline]
+    fn touch(&mut self, pgno: Pgno) -> Result<Pgno> {
+        Pager::touch(self, pgno)
+    }
+    fn free(&mut self, pgno: Pgno, n: usize) -> Result<()> {
+        Pager::free(self, pgno, n)
+    }
+    fn free_run(&mut self, pgno: Pgno, n: usize) -> Result<()> {
+        Pager::free_run(self, pgno, n)
+    }
+    fn write_overflow(&mut self, value: &[u8]) -> Result<(Pgno, u64)> {
+        Pager::write_overflow(self, value)
+    }
+    #[inline]
+    fn dirty_mut(&mut self, pgno: Pgno) -> Result<&mut [u8]> {
+        Pager::dirty_mut(self, pgno)
+    }
+    #[inline]
+    fn dirty(&self, pgno: Pgno) -> Option<&PageBuf> {
+        self.dirty.get(&pgno)
+    }
+    fn take_dirty(&mut self, pgno: Pgno) -> Option<PageBuf> {
+        Pager::take_dirty(self, pgno)
+    }
+    fn put_dirty(&mut self, pgno: Pgno, b: PageBuf) {
+        Pager::put_dirty(self, pgno, b)
+    }
+    fn buffer(&mut self) -> Box<[u8]> {
+        Pager::buffer(self)
+    }
+    fn recycle(&mut self, b: PageBuf) {
+        Pager::recycle(self, b)
     }
 }

@@ -49,7 +49,7 @@ impl RwTxn<'_> {
         if let Some(Some(n)) = self.w.dbs.first() {
             return Ok(Canary::of(n.canary));
         }
-        let e = lookup_entry(self.w.source(&self.env.map), &self.w.catalog, "")?;
+        let e = lookup_entry(self.w.view(), &self.w.catalog, "")?;
         Ok(Canary::of(e.and_then(|e| e.canary)))
     }
 
@@ -78,7 +78,7 @@ impl RwTxn<'_> {
         if self.broken {
             return Err(Error::BadTxn);
         }
-        let txnid = self.w.txnid;
+        let txnid = self.w.txnid();
         let n = self.named(Database::MAIN)?;
         n.canary = Some([c.x, c.y, c.z, txnid]);
         n.exists = true;

@@ -14,7 +14,7 @@
 //! some pages are not; open then finds a checksum mismatch among the pages
 //! of T and falls back to T-1, whose pages T never overwrote.
 
-use crate::btree::{insert, seal};
+use crate::btree::seal;
 use crate::env::{Durability, Env};
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
@@ -22,12 +22,12 @@ use crate::io::lock::Published;
 use crate::page::meta::{self, Meta, META_LEN};
 use crate::page::Pgno;
 use crate::txn::gc;
-use crate::txn::writer::Writer;
+use crate::txn::writer::TxnState;
 
 /// Writes each changed database's catalog entry: its record (sealed) and
 /// settings; for the main database (index 0), its settings under the empty
 /// name, with a zero record.
-fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
+fn write_catalog(env: &Env, w: &mut TxnState, entry: &mut Vec<u8>) -> Result<()> {
     for dbi in 0..w.dbs.len() {
         let Some(mut nd) = w.dbs[dbi].clone() else {
             continue;
@@ -38,7 +38,7 @@ fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
         if dbi == 0 {
             nd.rec = crate::page::DbRecord::default();
         } else {
-            seal::seal(w, &mut nd.rec)?;
+            seal::seal(&mut w.store, &mut nd.rec)?;
         }
         let name = env
             .registry
@@ -53,38 +53,31 @@ fn write_catalog(env: &Env, w: &mut Writer, entry: &mut Vec<u8>) -> Result<()> {
         };
         e.encode(entry);
         let mut cat = w.catalog;
-        insert::put(
-            w,
-            &env.map,
-            &mut cat,
-            crate::order::Order::Bytewise,
-            name.as_bytes(),
-            entry,
-        )?;
+        w.tree(&mut cat, crate::order::Order::Bytewise)
+            .put(name.as_bytes(), entry)?;
         w.catalog = cat;
     }
     Ok(())
 }
 
 /// Commits the writer's transaction.
-pub(crate) fn commit(env: &Env, w: &mut Writer) -> Result<()> {
+pub(crate) fn commit(env: &Env, w: &mut TxnState) -> Result<()> {
     let dbs_dirty = w.dbs.iter().flatten().any(|n| n.dirty);
-    if w.dirty.is_empty() && w.freed.is_empty() && !dbs_dirty && !w.main_changed {
+    if w.pager().dirty.is_empty() && w.pager().freed.is_empty() && !dbs_dirty && !w.main_changed {
         return Ok(());
     }
-    let map = &env.map;
     let mut entry = std::mem::take(&mut w.merge_buf);
     let r = write_catalog(env, w, &mut entry);
     w.merge_buf = entry;
     r?;
-    gc::save(w, map)?;
-    let (mut main, mut cat, mut gcr) = (w.main, w.catalog, w.gc);
-    seal::seal(w, &mut main)?;
-    seal::seal(w, &mut cat)?;
-    seal::seal(w, &mut gcr)?;
-    (w.main, w.catalog, w.gc) = (main, cat, gcr);
+    gc::save(&mut w.store)?;
+    let (mut main, mut cat, mut gcr) = (w.main, w.catalog, w.store.gc);
+    seal::seal(&mut w.store, &mut main)?;
+    seal::seal(&mut w.store, &mut cat)?;
+    seal::seal(&mut w.store, &mut gcr)?;
+    (w.main, w.catalog, w.store.gc) = (main, cat, gcr);
 
-    grow(env, w.next_pgno)?;
+    grow(env, w.pager().next_pgno)?;
     write_pages(env, w)?;
     write_meta(env, w)
 }
@@ -101,10 +94,10 @@ fn grow(env: &Env, next_pgno: Pgno) -> Result<()> {
 
 /// Writes the dirty pages in page-number order, one `pwritev` per run of
 /// consecutive pages.
-fn write_pages(env: &Env, w: &Writer) -> Result<()> {
+fn write_pages(env: &Env, w: &TxnState) -> Result<()> {
     let ps = env.page_size as usize;
-    let mut pgnos: Vec<Pgno> = w
-        .dirty
+    let dirty = &w.pager().dirty;
+    let mut pgnos: Vec<Pgno> = dirty
         .iter()
         .filter(|(_, b)| b.needs_write())
         .map(|(p, _)| *p)
@@ -114,7 +107,7 @@ fn write_pages(env: &Env, w: &Writer) -> Result<()> {
     let mut run_start: Pgno = 0;
     let mut run_end: Pgno = 0;
     for p in pgnos {
-        let b: &[u8] = &w.dirty[&p];
+        let b: &[u8] = &dirty[&p];
         if run.is_empty() || p != run_end {
             if !run.is_empty() {
                 env.file
@@ -147,18 +140,18 @@ fn next_slot(current: u8, steady: u8) -> u8 {
 }
 
 /// Builds the meta of the writer's state.
-fn build_meta(env: &Env, w: &Writer, txnid: u64, flags: u32) -> Meta {
+fn build_meta(env: &Env, w: &TxnState, txnid: u64, flags: u32) -> Meta {
     Meta {
         page_size: env.page_size,
         txnid,
         flags,
-        next_pgno: w.next_pgno,
+        next_pgno: w.pager().next_pgno,
         lower: env.lower_pgno,
         upper: env.upper_pgno,
         growth: env.growth_pgno,
         shrink: 0,
         boot_id: env.boot_id,
-        gc: w.gc,
+        gc: w.store.gc,
         catalog: w.catalog,
         main: w.main,
         canary: [0; 4],
@@ -192,7 +185,7 @@ fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
     r
 }
 
-fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
+fn write_meta(env: &Env, w: &mut TxnState) -> Result<()> {
     let mut ws = env.lock.writer_shared();
     let prev = env.published()?;
     let slot = next_slot(ws.meta_current, ws.meta_steady);
@@ -213,11 +206,11 @@ fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
     if env.durability == Durability::NoMetaSync {
         env.sync_data()?;
     }
-    let m = build_meta(env, w, w.txnid, flags);
+    let m = build_meta(env, w, w.txnid(), flags);
     put_meta(env, slot, &m, env.durability == Durability::Durable)?;
     match env.durability {
         Durability::Durable => {
-            ws.durable_txnid = w.txnid;
+            ws.durable_txnid = w.txnid();
             ws.meta_steady = slot;
         }
         Durability::NoMetaSync if ws.current_steady => {
@@ -233,11 +226,11 @@ fn write_meta(env: &Env, w: &mut Writer) -> Result<()> {
     ws.current_steady = flags & meta::STEADY != 0;
     env.lock.publish(
         &Published {
-            txnid: w.txnid,
-            next_pgno: u64::from(w.next_pgno),
+            txnid: w.txnid(),
+            next_pgno: u64::from(w.pager().next_pgno),
             catalog: w.catalog.to_words(),
             main: w.main.to_words(),
-            gc: w.gc.to_words(),
+            gc: w.store.gc.to_words(),
         },
         &ws,
     );

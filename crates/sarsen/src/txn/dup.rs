@@ -4,15 +4,16 @@
 //! says the database has duplicates.
 
 use super::RwTxn;
-use crate::btree::dup::{self, Dups};
+use crate::btree::dup::Dups;
+use crate::btree::Tree;
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::io::Map;
 use crate::order::Order;
 use crate::page::node::LEAF_HDR;
 use crate::page::record::RECORD_LEN;
 use crate::page::{DbRecord, Layout};
-use crate::txn::writer::Writer;
+use crate::store::PageStore;
+use crate::txn::writer::WriteStore;
 
 /// The duplicate mode of the tree `rec` (`None`: unique keys); `custom`
 /// is the user order of its values when its record says it has one
@@ -58,16 +59,13 @@ pub(crate) fn check_pair(l: &Layout, d: Dups<'_>, key: &[u8], val: &[u8]) -> Res
 /// `put` into a DUPSORT tree: checks the pair, adds it; `false` if it was
 /// there.
 pub(crate) fn put(
-    w: &mut Writer,
-    map: &Map,
-    rec: &mut DbRecord,
-    ord: Order<'_>,
+    t: &mut Tree<'_, WriteStore>,
     d: Dups<'_>,
     key: &[u8],
     val: &[u8],
 ) -> Result<bool> {
-    check_pair(&w.layout, d, key, val)?;
-    dup::put(w, map, rec, ord, d, key, val)
+    check_pair(&t.store.layout(), d, key, val)?;
+    t.put_dup(d, key, val)
 }
 
 impl RwTxn<'_> {
@@ -94,10 +92,10 @@ impl RwTxn<'_> {
     /// # }
     /// ```
     pub fn put_no_dup_data(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.change_ord(db, |w, map, rec, ord, dc| {
-            let d = need_dups(rec, dc, "put_no_dup_data")?;
-            super::check_key(ord, key)?;
-            put(w, map, rec, ord, d, key, value)
+        self.change(db, |t, dc| {
+            let d = need_dups(t.rec, dc, "put_no_dup_data")?;
+            super::check_key(t.ord, key)?;
+            put(t, d, key, value)
         })
     }
 
@@ -124,12 +122,12 @@ impl RwTxn<'_> {
     /// # }
     /// ```
     pub fn delete_dup(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<bool> {
-        self.change_ord(db, |w, map, rec, ord, dc| {
-            let d = need_dups(rec, dc, "delete_dup")?;
-            if !ord.fits(key) || key.len() > max_dup_key(&w.layout) {
+        self.change(db, |t, dc| {
+            let d = need_dups(t.rec, dc, "delete_dup")?;
+            if !t.ord.fits(key) || key.len() > max_dup_key(&t.store.layout()) {
                 return Ok(false);
             }
-            dup::delete_one(w, map, rec, ord, d, key, value)
+            t.delete_dup(d, key, value)
         })
     }
 

@@ -12,13 +12,11 @@
 //! matches the free lists exactly.
 
 use crate::btree::walk::RawCursor;
-use crate::btree::{delete, insert};
+use crate::btree::{Tree, TreeState};
 use crate::error::{Error, Result};
-use crate::io::Map;
 use crate::order::Order;
 use crate::page::{rd32, Pgno, META_PAGES};
-use crate::store::AnySource;
-use crate::txn::writer::Writer;
+use crate::txn::writer::WriteStore;
 
 /// Key of chunk `chunk` of the record of `txnid`.
 fn key(txnid: u64, chunk: u32) -> [u8; 12] {
@@ -35,8 +33,8 @@ pub(crate) fn key_txnid(k: &[u8]) -> Option<u64> {
 
 /// Pages listed in GC records of commits after `txnid`: those a reader of
 /// snapshot `txnid` keeps from reuse.
-pub(crate) fn pages_after(w: &Writer, map: &Map, txnid: u64) -> Result<u64> {
-    let mut c = RawCursor::new(AnySource::Write(w.source(map)), w.gc, Order::Bytewise);
+pub(crate) fn pages_after(s: &WriteStore, txnid: u64) -> Result<u64> {
+    let mut c = RawCursor::new(s.pager.view(), s.gc, Order::Bytewise);
     let mut n = 0;
     let mut e = c.seek(&key(txnid.saturating_add(1), 0))?;
     while let Some((_, v)) = e {
@@ -47,19 +45,18 @@ pub(crate) fn pages_after(w: &Writer, map: &Map, txnid: u64) -> Result<u64> {
 }
 
 /// Page numbers one record chunk holds at this page size.
-fn chunk_capacity(w: &Writer) -> usize {
-    (w.layout.max_key + crate::page::node::OVERFLOW_REF - 12) / 4
+fn chunk_capacity(s: &WriteStore) -> usize {
+    (s.pager.layout.max_key + crate::page::node::OVERFLOW_REF - 12) / 4
 }
 
-/// Moves the newest reusable record into `w.reclaimed` and deletes it from
-/// the GC. Returns `false` when no record is old enough.
-pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
+/// Moves the newest reusable record into the pager's reclaimed pages and
+/// deletes it from the GC. Returns `false` when no record is old enough.
+pub(crate) fn load_record(w: &mut WriteStore) -> Result<bool> {
     if w.gc.root == 0 || w.loading_gc {
         return Ok(false);
     }
     let (k, pages) = {
-        let src = AnySource::Write(w.source(map));
-        let mut c = RawCursor::new(src, w.gc, Order::Bytewise);
+        let mut c = RawCursor::new(w.pager.view(), w.gc, Order::Bytewise);
         let bound = key(w.gc_bound, u32::MAX);
         let found = match c.seek(&bound)? {
             Some((k, _)) if k == bound => c.current()?,
@@ -88,7 +85,7 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
         let mut pages = Vec::with_capacity(v.len() / 4);
         for i in 0..v.len() / 4 {
             let p = rd32(v, 4 * i);
-            if p < META_PAGES || p >= w.file_pgno {
+            if p < META_PAGES || p >= w.pager.file_pgno {
                 return Err(Error::corrupted(
                     u64::from(p),
                     "GC names a page outside the file",
@@ -102,24 +99,28 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
     // tree of this transaction has released (so a tree still used it), is
     // refused before it can be handed out: two writable views of one page,
     // or a copy onto itself, would follow (design.md §6).
-    let claimed = w.claims.len();
+    let claimed = w.pager.claims.len();
     for &p in &pages {
-        if let Err(e) = w.claim(p, "GC lists a page twice, or a page still in a tree") {
-            w.claims.truncate(claimed);
+        if let Err(e) = w
+            .pager
+            .claim(p, "GC lists a page twice, or a page still in a tree")
+        {
+            w.pager.claims.truncate(claimed);
             return Err(e);
         }
     }
-    let before = w.reclaimed.len();
-    w.reclaimed.extend_from_slice(&pages);
+    let before = w.pager.reclaimed.len();
+    w.pager.reclaimed.extend_from_slice(&pages);
     w.loading_gc = true;
     let mut gc = w.gc;
-    let r = delete::delete(w, map, &mut gc, Order::Bytewise, &k);
+    // The GC tree never takes the append hint: its state is its own.
+    let r = Tree::new(w, &mut TreeState::default(), &mut gc, Order::Bytewise).delete(&k);
     w.loading_gc = false;
     if r.is_err() {
         // The record stays in the GC, so its pages must not be reusable
         // (a failed reserve changed nothing, so the rest is as it was).
-        w.reclaimed.truncate(before);
-        w.claims.truncate(claimed);
+        w.pager.reclaimed.truncate(before);
+        w.pager.claims.truncate(claimed);
         return r.map(|_| false);
     }
     w.gc = gc;
@@ -146,12 +147,14 @@ pub(crate) fn load_record(w: &mut Writer, map: &Map) -> Result<bool> {
 /// chunk, rewritten shorter in place without allocating; a growth lengthens
 /// the last chunk by one entry, which can cost one split. No records are
 /// loaded meanwhile (`committing`).
-pub(crate) fn save(w: &mut Writer, map: &Map) -> Result<()> {
+pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     w.committing = true;
     let cap = chunk_capacity(w).max(1);
     let mut saved: Vec<Vec<Pgno>> = Vec::new();
+    let mut state = TreeState::default();
     for _ in 0..64 {
-        let list: Vec<Pgno> = w.freed.iter().chain(w.reclaimed.iter()).copied().collect();
+        let p = &w.pager;
+        let list: Vec<Pgno> = p.freed.iter().chain(p.reclaimed.iter()).copied().collect();
         let mut chunks: Vec<Vec<Pgno>> = list.chunks(cap).map(<[Pgno]>::to_vec).collect();
         while chunks.len() < saved.len() {
             chunks.push(Vec::new());
@@ -165,23 +168,18 @@ pub(crate) fn save(w: &mut Writer, map: &Map) -> Result<()> {
                 v.extend_from_slice(&p.to_le_bytes());
             }
             let mut gc = w.gc;
-            let r = insert::put(
-                w,
-                map,
-                &mut gc,
-                Order::Bytewise,
-                &key(w.txnid, i as u32),
-                &v,
-            );
+            let k = key(w.pager.txnid, i as u32);
+            let r = Tree::new(w, &mut state, &mut gc, Order::Bytewise).put(&k, &v);
             w.gc = gc;
             r?;
         }
         saved = chunks;
         // Content, not length: a round can both take a page and free one.
-        if w.freed.iter().chain(w.reclaimed.iter()).eq(list.iter()) {
+        let p = &w.pager;
+        if p.freed.iter().chain(p.reclaimed.iter()).eq(list.iter()) {
             // A page recorded free must not be one this commit writes.
             debug_assert!(
-                list.iter().all(|p| !w.dirty.contains_key(p)),
+                list.iter().all(|pg| !p.dirty.contains_key(pg)),
                 "GC record names a dirty page"
             );
             return Ok(());

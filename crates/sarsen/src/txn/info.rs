@@ -50,7 +50,7 @@ impl RwTxn<'_> {
     /// # Ok::<(), sarsen::Error>(())
     /// ```
     pub fn info(&self) -> TxnInfo {
-        let w = &self.w;
+        let w = self.w.pager();
         let ps = w.layout.psize;
         let dirty: usize = w.dirty.values().map(|b| b.len() / ps).sum();
         TxnInfo {
@@ -74,11 +74,11 @@ impl RwTxn<'_> {
     /// nor in a page this transaction has written.
     pub fn is_dirty(&self, value: &[u8]) -> Result<bool> {
         let addr = value.as_ptr() as usize;
-        let ps = self.w.layout.psize;
+        let ps = self.w.pager().layout.psize;
         if let Some(off) = self.env.map.offset_of(addr) {
-            return Ok(self.w.is_dirty((off / ps) as crate::page::Pgno));
+            return Ok(self.w.pager().is_dirty((off / ps) as crate::page::Pgno));
         }
-        let in_buffer = self.w.dirty.values().any(|b| {
+        let in_buffer = self.w.pager().dirty.values().any(|b| {
             let start = b.as_ptr() as usize;
             addr >= start && addr < start + b.len()
         });

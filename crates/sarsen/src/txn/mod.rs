@@ -14,7 +14,7 @@ use std::ops::RangeBounds;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
 
-use crate::btree::{self, delete, free, insert};
+use crate::btree::{self, Tree};
 use crate::cursor::{Cursor, Iter};
 use crate::db::{check_name, Database, DbOptions, Stat};
 use crate::env::Env;
@@ -27,7 +27,7 @@ use crate::store::MapSource;
 pub use canary::Canary;
 pub use info::TxnInfo;
 pub use nested::NestedTxn;
-use writer::{NamedDb, Writer};
+use writer::{NamedDb, TxnState, WriteStore};
 
 thread_local! {
     /// The reader slot this thread used last, per environment id: the next
@@ -721,7 +721,7 @@ fn list(s: AnySource<'_>, cat: DbRecord) -> Result<Vec<String>> {
 /// ```
 pub struct RwTxn<'env> {
     env: &'env Env,
-    w: MutexGuard<'env, Writer>,
+    w: MutexGuard<'env, TxnState>,
     /// An operation failed after changing pages: the transaction can only abort.
     broken: bool,
     done: bool,
@@ -758,12 +758,11 @@ impl<'env> RwTxn<'env> {
         let w = &mut self.w;
         w.reset();
         let last = p.txnid;
-        w.txnid = last + 1;
-        w.next_pgno = p.next_pgno as u32;
-        w.file_pgno = p.next_pgno as u32;
-        w.upper_pgno = env.upper_pgno;
-        w.growth_pgno = env.growth_pgno;
-        w.gc = DbRecord::from_words(&p.gc);
+        let next = p.next_pgno as u32;
+        w.store
+            .pager
+            .begin(last + 1, next, env.upper_pgno, env.growth_pgno);
+        w.store.gc = DbRecord::from_words(&p.gc);
         w.catalog = DbRecord::from_words(&p.catalog);
         w.main = DbRecord::from_words(&p.main);
         // After the trees are set: the slow-reader handler reads the GC.
@@ -773,17 +772,17 @@ impl<'env> RwTxn<'env> {
             // Keep the last durable commit intact until a newer one is.
             bound = bound.min(ws.durable_txnid);
         }
-        w.gc_bound = bound;
+        w.store.gc_bound = bound;
         Ok(())
     }
 
     /// Txnid this transaction will commit as.
     pub fn txnid(&self) -> u64 {
-        self.w.txnid
+        self.w.txnid()
     }
 
     fn src(&self) -> AnySource<'_> {
-        AnySource::Write(self.w.source(&self.env.map))
+        AnySource::Write(self.w.view())
     }
 
     /// The tree of `db` as this transaction sees it.
@@ -794,7 +793,7 @@ impl<'env> RwTxn<'env> {
         match self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
             Some(n) if n.exists => Ok(n.rec),
             Some(_) => Err(Error::DbNotFound { name: name.into() }),
-            None => lookup(self.w.source(&self.env.map), &self.w.catalog, name),
+            None => lookup(self.w.view(), &self.w.catalog, name),
         }
     }
 
@@ -806,7 +805,7 @@ impl<'env> RwTxn<'env> {
                 return Ok(n.comparator.as_deref());
             }
             let name = env.registry.name(db)?.unwrap_or_default();
-            let e = lookup_entry(self.w.source(&env.map), &self.w.catalog, name)?;
+            let e = lookup_entry(self.w.view(), &self.w.catalog, name)?;
             Ok(e.and_then(|e| e.comparator))
         })
     }
@@ -828,7 +827,7 @@ impl<'env> RwTxn<'env> {
             Some(n) => n.dup_comparator.clone(),
             None => {
                 let name = env.registry.name(db)?.unwrap_or_default();
-                let e = lookup_entry(self.w.source(&env.map), &self.w.catalog, name)?;
+                let e = lookup_entry(self.w.view(), &self.w.catalog, name)?;
                 e.and_then(|e| e.dup_comparator).map(Into::into)
             }
         };
@@ -862,7 +861,7 @@ impl<'env> RwTxn<'env> {
             self.w.dbs.resize(i + 1, None);
         }
         if self.w.dbs[i].is_none() {
-            let st = match lookup_entry(self.w.source(&self.env.map), &self.w.catalog, name)? {
+            let st = match lookup_entry(self.w.view(), &self.w.catalog, name)? {
                 Some(e) => NamedDb {
                     rec: e.rec,
                     exists: true,
@@ -881,35 +880,19 @@ impl<'env> RwTxn<'env> {
             .ok_or_else(|| Error::InvalidArgument("database state missing".into()))
     }
 
-    /// Runs a tree change on `db`'s record; marks the transaction broken if
-    /// it fails after changing pages.
+    /// Runs a change on `db`'s tree, given with its key order and the
+    /// order of its duplicates (`None` unless it has a custom one), looked
+    /// up once with the record; marks the transaction broken if it fails
+    /// after changing pages.
     fn change<T>(
         &mut self,
         db: Database,
-        f: impl FnOnce(&mut Writer, &crate::io::Map, &mut DbRecord) -> Result<T>,
-    ) -> Result<T> {
-        let rec = self.current(db)?;
-        self.apply(db, rec, f)
-    }
-
-    /// [`change`](RwTxn::change) with the key order of `db`'s tree and the
-    /// order of its duplicates (`None` unless it has a custom one), looked
-    /// up once with the record.
-    fn change_ord<T>(
-        &mut self,
-        db: Database,
-        f: impl FnOnce(
-            &mut Writer,
-            &crate::io::Map,
-            &mut DbRecord,
-            Order<'env>,
-            Option<Order<'env>>,
-        ) -> Result<T>,
+        f: impl FnOnce(&mut Tree<'_, WriteStore>, Option<Order<'env>>) -> Result<T>,
     ) -> Result<T> {
         let rec = self.current(db)?;
         let ord = self.order(db, &rec)?;
         let dc = self.dup_order_of(db, &rec)?;
-        self.apply(db, rec, |w, map, rec| f(w, map, rec, ord, dc))
+        self.apply(db, rec, ord, |t| f(t, dc))
     }
 
     /// The record of `db`'s tree, for a change: `BadTxn` once the
@@ -935,10 +918,11 @@ impl<'env> RwTxn<'env> {
         &mut self,
         db: Database,
         mut rec: DbRecord,
-        f: impl FnOnce(&mut Writer, &crate::io::Map, &mut DbRecord) -> Result<T>,
+        ord: Order<'env>,
+        f: impl FnOnce(&mut Tree<'_, WriteStore>) -> Result<T>,
     ) -> Result<T> {
         let before = rec;
-        let r = f(&mut self.w, &self.env.map, &mut rec);
+        let r = f(&mut self.w.tree(&mut rec, ord));
         match &r {
             Ok(_) => {
                 if db.dbi == 0 {
@@ -966,7 +950,7 @@ impl<'env> RwTxn<'env> {
             return Ok(None);
         }
         let dc = self.dup_order_of(db, &rec)?;
-        get_in(self.w.source(&self.env.map), &rec, ord, dc, key)
+        get_in(self.w.view(), &rec, ord, dc, key)
     }
 
     /// A write cursor over `db` (LMDB's cursor in a write transaction):
@@ -1009,7 +993,7 @@ impl<'env> RwTxn<'env> {
         hi: Option<&[u8]>,
     ) -> Result<u64> {
         let (rec, ord) = self.tree_ord(db)?;
-        estimate(self.w.source(&self.env.map), &rec, ord, lo, hi)
+        estimate(self.w.view(), &rec, ord, lo, hi)
     }
 
     /// Names of the named databases, sorted bytewise.
@@ -1302,10 +1286,10 @@ impl<'env> RwTxn<'env> {
         };
         let must_record = self.check_recorded(db, op.as_ref())?;
         let mut out = std::mem::take(&mut self.w.merge_buf);
-        let r = self.change_ord(db, |w, map, rec, ord, _| {
-            dup::refuse_dups(rec, "merge")?;
-            check_key(ord, key)?;
-            insert::merge(w, map, rec, ord, key, &mut out, |old, out| {
+        let r = self.change(db, |t, _| {
+            dup::refuse_dups(t.rec, "merge")?;
+            check_key(t.ord, key)?;
+            t.merge(key, &mut out, |old, out| {
                 op.full_merge(key, old, operands, out)
                     .map_err(|source| Error::Merge {
                         operator: op.name().into(),
@@ -1326,14 +1310,10 @@ impl<'env> RwTxn<'env> {
             return Err(Error::BadTxn);
         }
         let mut cat = self.w.catalog;
-        let r = insert::put(
-            &mut self.w,
-            &self.env.map,
-            &mut cat,
-            Order::Bytewise,
-            name.as_bytes(),
-            &rec.encode(),
-        );
+        let r = self
+            .w
+            .tree(&mut cat, Order::Bytewise)
+            .put(name.as_bytes(), &rec.encode());
         match &r {
             Ok(()) => self.w.catalog = cat,
             Err(e) if !e.leaves_txn_intact() => self.broken = true,
@@ -1351,12 +1331,12 @@ impl<'env> RwTxn<'env> {
     /// [`Error::BadKeySize`] (a database of integer keys).
     pub fn put(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(self.env, key, value)?;
-        self.change_ord(db, |w, map, rec, ord, dc| {
-            check_key(ord, key)?;
-            if let Some(d) = dup::dups_of(rec, dc)? {
-                return dup::put(w, map, rec, ord, d, key, value).map(drop);
+        self.change(db, |t, dc| {
+            check_key(t.ord, key)?;
+            if let Some(d) = dup::dups_of(t.rec, dc)? {
+                return dup::put(t, d, key, value).map(drop);
             }
-            insert::put(w, map, rec, ord, key, value)
+            t.put(key, value)
         })
     }
 
@@ -1370,20 +1350,20 @@ impl<'env> RwTxn<'env> {
             }
             return self.tree(db).map(|_| false);
         }
-        self.change_ord(db, |w, map, rec, ord, dc| {
-            if !ord.fits(key) {
+        self.change(db, |t, dc| {
+            if !t.ord.fits(key) {
                 return Ok(false);
             }
-            if let Some(d) = dup::dups_of(rec, dc)? {
-                return Ok(btree::dup::delete_all(w, map, rec, ord, d, key)? > 0);
+            if let Some(d) = dup::dups_of(t.rec, dc)? {
+                return Ok(t.delete_all(d, key)? > 0);
             }
-            delete::delete(w, map, rec, ord, key)
+            t.delete(key)
         })
     }
 
     /// Removes every entry of `db` (LMDB's `mdb_drop(.., 0)`).
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
-        self.change(db, free::free_tree)
+        self.change(db, |t, _| t.free_tree())
     }
 
     /// Deletes the named database `db` and its entries (LMDB's
@@ -1396,13 +1376,10 @@ impl<'env> RwTxn<'env> {
             return Ok(());
         };
         let mut cat = self.w.catalog;
-        let r = delete::delete(
-            &mut self.w,
-            &self.env.map,
-            &mut cat,
-            Order::Bytewise,
-            name.as_bytes(),
-        );
+        let r = self
+            .w
+            .tree(&mut cat, Order::Bytewise)
+            .delete(name.as_bytes());
         match &r {
             Ok(_) => self.w.catalog = cat,
             // The database is already emptied: whatever the error, the

@@ -6,7 +6,6 @@ use std::ops::{Bound, RangeBounds};
 
 use super::RwTxn;
 use crate::btree::walk::RawCursor;
-use crate::btree::{delete, insert};
 use crate::db::Database;
 use crate::error::{Error, Result};
 
@@ -64,16 +63,16 @@ impl RwTxn<'_> {
     /// ```
     pub fn append(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         super::check_sizes(self.env, key, value)?;
-        self.change_ord(db, |w, map, rec, ord, dc| {
-            super::check_key(ord, key)?;
-            match super::dup::dups_of(rec, dc)? {
+        self.change(db, |t, dc| {
+            super::check_key(t.ord, key)?;
+            match super::dup::dups_of(t.rec, dc)? {
                 Some(d) => {
-                    if !insert::sorts_last(w, map, rec, ord, key)? {
+                    if !t.sorts_last(key)? {
                         return Err(Error::KeyNotGreater);
                     }
-                    super::dup::put(w, map, rec, ord, d, key, value).map(drop)
+                    super::dup::put(t, d, key, value).map(drop)
                 }
-                None => insert::append(w, map, rec, ord, key, value),
+                None => t.append(key, value),
             }
         })
     }
@@ -224,10 +223,9 @@ impl RwTxn<'_> {
             }
             key.clear();
             key.extend_from_slice(k);
-            let dc = self.dup_order(db)?;
-            let gone = self.change(db, |w, map, rec| match super::dup::dups_of(rec, dc)? {
-                Some(d) => crate::btree::dup::delete_all(w, map, rec, ord, d, &key),
-                None => delete::delete(w, map, rec, ord, &key).map(u64::from),
+            let gone = self.change(db, |t, dc| match super::dup::dups_of(t.rec, dc)? {
+                Some(d) => t.delete_all(d, &key),
+                None => t.delete(&key).map(u64::from),
             })?;
             if gone == 0 {
                 return Err(Error::corrupted(
@@ -268,9 +266,9 @@ impl RwTxn<'_> {
     /// # Ok::<(), sarsen::Error>(())
     /// ```
     pub fn next_sequence(&mut self, db: Database, increment: u64) -> Result<u64> {
-        self.change(db, |_, _, rec| {
-            let old = rec.sequence;
-            rec.sequence = old.checked_add(increment).ok_or_else(|| {
+        self.change(db, |t, _| {
+            let old = t.rec.sequence;
+            t.rec.sequence = old.checked_add(increment).ok_or_else(|| {
                 Error::InvalidArgument(format!("sequence {old} + {increment} overflows"))
             })?;
             Ok(old)

@@ -3,30 +3,21 @@
 //!
 //! There is one writer state for the whole stack. Beginning a child pushes
 //! a [`Checkpoint`] of the parent's small state (trees, named databases,
-//! free lists, page counter, append hint). Dirty pages are not copied at
-//! begin: the first time the child changes, splits or frees a page that
-//! was dirty before it began, the writer keeps a copy of that page's bytes
-//! in the checkpoint (`Writer::save_original`), and pages the child
-//! allocates are noted there too. Abort puts the saved bytes back, drops
-//! the child's pages and restores the small state, so every page number
-//! the child took returns to the free lists. Commit keeps the writer as it
-//! is and hands the saved pages to the checkpoint below, if any.
+//! append hint) and a mark in the pager (`store/marks.rs`: free lists, page
+//! counter, and the original bytes of the parent's dirty pages the child
+//! changes). Abort restores both, so every page number the child took
+//! returns to the free lists; commit keeps the state as it is.
 
-use std::collections::hash_map::Entry;
 use std::ops::{Deref, DerefMut};
 
-use rustc_hash::FxHashMap;
-
-use super::writer::{NamedDb, Writer};
+use super::writer::{NamedDb, TxnState};
 use super::RwTxn;
 use crate::btree::Path;
 use crate::error::{Error, Result};
-use crate::io::buf::PageBuf;
-use crate::io::Map;
 use crate::page::{DbRecord, Pgno};
 
-/// The writer's state when a nested transaction began, and the original
-/// bytes of the pages it has changed since.
+/// The transaction's state when a nested transaction began (its pages'
+/// part is the pager's mark).
 pub(crate) struct Checkpoint {
     id: u64,
     main: DbRecord,
@@ -34,20 +25,10 @@ pub(crate) struct Checkpoint {
     gc: DbRecord,
     main_changed: bool,
     dbs: Vec<Option<NamedDb>>,
-    next_pgno: Pgno,
-    /// Length of `freed` (only appended to between commits).
-    freed: usize,
-    reclaimed: Vec<Pgno>,
-    /// Number of pages claimed (`Writer::claims`).
-    claims: usize,
     append_hint: Option<(Pgno, Path)>,
-    /// Pages this nested transaction has changed: `Some(bytes)` for a page
-    /// (or overflow run) that was dirty when it began, with those bytes;
-    /// `None` for a page it allocated.
-    pub(crate) pages: FxHashMap<Pgno, Option<Box<[u8]>>>,
 }
 
-impl Writer {
+impl TxnState {
     /// Begins a nested transaction: pushes a checkpoint; returns its id.
     fn checkpoint(&mut self) -> u64 {
         self.nest_serial += 1;
@@ -55,114 +36,21 @@ impl Writer {
             id: self.nest_serial,
             main: self.main,
             catalog: self.catalog,
-            gc: self.gc,
+            gc: self.store.gc,
             main_changed: self.main_changed,
             dbs: self.dbs.clone(),
-            next_pgno: self.next_pgno,
-            freed: self.freed.len(),
-            reclaimed: self.reclaimed.clone(),
-            claims: self.claims.len(),
-            append_hint: self.append_hint,
-            pages: FxHashMap::default(),
+            append_hint: self.tree.append,
         };
         self.nest.push(cp);
+        self.store.pager.mark();
         self.nest_serial
     }
 
-    /// Commits the innermost nested transaction into the one below: the
-    /// state stays; its saved originals go to the checkpoint below, unless
-    /// that one has the page already (then its copy is the older one).
+    /// Commits the innermost nested transaction into the one below.
     fn fold(&mut self) {
-        let Some(cp) = self.nest.pop() else {
-            return;
-        };
-        let mut spare = Vec::new();
-        match self.nest.last_mut() {
-            Some(below) => {
-                for (pgno, orig) in cp.pages {
-                    match below.pages.entry(pgno) {
-                        Entry::Vacant(v) => {
-                            v.insert(orig);
-                        }
-                        Entry::Occupied(_) => spare.extend(orig),
-                    }
-                }
-            }
-            None => spare.extend(cp.pages.into_values().flatten()),
+        if self.nest.pop().is_some() {
+            self.store.pager.fold();
         }
-        for b in spare {
-            self.recycle_heap(b);
-        }
-    }
-
-    /// Aborts the innermost nested transaction: drops the pages it
-    /// allocated, puts back the bytes of the pages it changed, and
-    /// restores the state of its checkpoint. Fails only if a page's view
-    /// cannot be made again in write-map mode.
-    fn roll_back(&mut self, map: &Map) -> Result<()> {
-        let Some(cp) = self.nest.pop() else {
-            return Ok(());
-        };
-        self.main = cp.main;
-        self.catalog = cp.catalog;
-        self.gc = cp.gc;
-        self.main_changed = cp.main_changed;
-        self.dbs = cp.dbs;
-        self.next_pgno = cp.next_pgno;
-        debug_assert!(self.freed.len() >= cp.freed, "freed shrank in a child");
-        self.freed.truncate(cp.freed);
-        self.reclaimed = cp.reclaimed;
-        // The pages the child took from the GC are back in its records,
-        // and the pages it freed are back in the trees.
-        self.claims.truncate(cp.claims);
-        self.append_hint = cp.append_hint;
-        // First drop every page the child allocated, so that no view of
-        // the map overlaps a page put back below.
-        let mut originals = Vec::new();
-        for (pgno, orig) in cp.pages {
-            match orig {
-                None => {
-                    if let Some(b) = self.dirty.remove(&pgno) {
-                        self.recycle(b);
-                    }
-                }
-                Some(o) => originals.push((pgno, o)),
-            }
-        }
-        let mut r = Ok(());
-        for (pgno, orig) in originals {
-            if let Err(e) = self.put_back(map, pgno, orig) {
-                r = Err(e);
-            }
-        }
-        r
-    }
-
-    /// Makes `orig` the bytes of dirty page (or run) `pgno` again.
-    fn put_back(&mut self, map: &Map, pgno: Pgno, orig: Box<[u8]>) -> Result<()> {
-        if let Some(b) = self.dirty.get_mut(&pgno) {
-            if b.len() == orig.len() {
-                let old = b.restore(orig);
-                self.recycle_heap(old);
-                return Ok(());
-            }
-        }
-        // Freed by the child (maybe reallocated at another length): drop
-        // whatever is there and make the page again.
-        if let Some(b) = self.dirty.remove(&pgno) {
-            self.recycle(b);
-        }
-        let b = if map.writable() {
-            let n = orig.len() / self.layout.psize;
-            let mut b = self.page_buf(map, pgno, n)?;
-            b.copy_from_slice(&orig);
-            self.recycle_heap(orig);
-            b
-        } else {
-            PageBuf::heap(orig)
-        };
-        self.dirty.insert(pgno, b);
-        Ok(())
     }
 
     /// Forgets every checkpoint (the outermost transaction ends).
@@ -170,6 +58,22 @@ impl Writer {
         while !self.nest.is_empty() {
             self.fold();
         }
+    }
+
+    /// Aborts the innermost nested transaction: restores the state of its
+    /// checkpoint and rolls the pager back to its mark. Fails only if a
+    /// page's view cannot be made again in write-map mode.
+    fn roll_back(&mut self) -> Result<()> {
+        let Some(cp) = self.nest.pop() else {
+            return Ok(());
+        };
+        self.main = cp.main;
+        self.catalog = cp.catalog;
+        self.store.gc = cp.gc;
+        self.main_changed = cp.main_changed;
+        self.dbs = cp.dbs;
+        self.tree.append = cp.append_hint;
+        self.store.pager.roll_back()
     }
 }
 
@@ -346,7 +250,7 @@ impl NestedTxn<'_, '_> {
             return Ok(());
         }
         // The parent was not broken when the child began.
-        let r = t.w.roll_back(&t.env.map);
+        let r = t.w.roll_back();
         t.broken = r.is_err();
         match r {
             Err(e) => Err(e),
