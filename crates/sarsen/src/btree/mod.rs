@@ -14,6 +14,9 @@ pub(crate) mod insert;
 pub(crate) mod seal;
 pub(crate) mod walk;
 
+#[cfg(test)]
+mod tests;
+
 use crate::error::{Error, Result};
 use crate::order::Order;
 use crate::page::{DbRecord, Pgno};

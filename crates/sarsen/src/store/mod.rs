@@ -15,6 +15,8 @@
 mod claims;
 mod marks;
 mod pager;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use pager::{Pager, WSource};
 
@@ -235,5 +237,29 @@ impl PageStore for Pager {
     }
     fn recycle(&mut self, b: PageBuf) {
         Pager::recycle(self, b)
+    }
+}
+
+/// An in-memory page store for the B+tree's unit tests: a [`Pager`] whose
+/// snapshot is empty (every page it serves is one it allocated, kept in
+/// heap buffers), over the map of an empty file that nothing reads.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use super::Pager;
+    use crate::io::{DataFile, Map};
+    use crate::page::{Layout, Pgno, META_PAGES};
+
+    /// A pager for transaction 1 with `psize`-byte pages that may allocate
+    /// up to `upper` pages, and the directory holding its (empty) file.
+    pub(crate) fn mem_pager(psize: u32, upper: Pgno) -> (tempfile::TempDir, Pager) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let file = DataFile::open(&dir.path().join("data"), false, true).expect("data file");
+        let len = upper as usize * psize as usize;
+        let map = Map::new(&file, len, false, false, false).expect("map");
+        let mut p = Pager::new(Arc::new(map), Layout::new(psize));
+        p.begin(1, META_PAGES, upper, 1);
+        (dir, p)
     }
 }
