@@ -526,6 +526,7 @@ impl<S: PageStore> Tree<'_, S> {
 
 /// Inserts node `nd` of `key` at the end of leaf `b` (page `pgno`) if
 /// `key` sorts after its last key and the node fits; whether it did.
+#[inline]
 fn append_to_leaf(b: &mut [u8], pgno: Pgno, ord: Order<'_>, key: &[u8], nd: &[u8]) -> Result<bool> {
     let n = {
         let p = Page::new(b, pgno)?;

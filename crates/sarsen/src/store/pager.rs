@@ -169,6 +169,7 @@ impl Pager {
     }
 
     /// Mutable bytes of dirty page `pgno`.
+    #[inline]
     pub(crate) fn dirty_mut(&mut self, pgno: Pgno) -> Result<&mut [u8]> {
         if !self.marks.is_empty() {
             self.save_original(pgno);
@@ -179,11 +180,13 @@ impl Pager {
             .ok_or_else(|| Error::corrupted(u64::from(pgno), "page expected dirty is not"))
     }
 
+    #[inline]
     pub(crate) fn is_dirty(&self, pgno: Pgno) -> bool {
         self.dirty.contains_key(&pgno)
     }
 
     /// Takes dirty page `pgno` out of the dirty set (a split puts it back).
+    #[inline]
     pub(crate) fn take_dirty(&mut self, pgno: Pgno) -> Option<PageBuf> {
         if !self.marks.is_empty() {
             self.save_original(pgno);
@@ -279,6 +282,7 @@ impl Pager {
     /// [`PageStore::reserve`](super::PageStore::reserve), before an operation changes anything, so that an
     /// allocation in the middle of one never spends the pages reserved for
     /// it on deleting a GC record.
+    #[inline]
     pub(crate) fn alloc(&mut self, n: usize) -> Result<Pgno> {
         if n == 1 {
             if let Some(p) = self.reclaimed.pop() {
