@@ -950,7 +950,7 @@ impl<'env> RwTxn<'env> {
                     n.dirty = true;
                 }
             }
-            Err(e) if !e.leaves_txn_intact() => self.broken = true,
+            Err(e) if !e.leaves_txn_usable() => self.broken = true,
             Err(_) => {}
         }
         r
@@ -1334,7 +1334,7 @@ impl<'env> RwTxn<'env> {
         );
         match &r {
             Ok(()) => self.w.catalog = cat,
-            Err(e) if !e.leaves_txn_intact() => self.broken = true,
+            Err(e) if !e.leaves_txn_usable() => self.broken = true,
             Err(_) => {}
         }
         r
