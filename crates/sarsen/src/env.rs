@@ -50,13 +50,17 @@ pub struct Geometry {
     /// Size the file starts at.
     pub lower: u64,
     /// Current file length. It runs up to 64 MiB ahead of the pages in use
-    /// ([`EnvInfo::next_pgno`] × page size): that margin is sparse (no disk
-    /// blocks) and lets the kernel's readahead work near the end of the data.
+    /// ([`EnvInfo::next_pgno`] × page size): each growth sets it 64 MiB
+    /// past the pages needed, rounded up to whole growth steps and capped
+    /// at the upper bound. That margin is sparse (no disk blocks) and lets
+    /// the kernel's readahead work near the end of the data.
     pub now: u64,
     /// Upper bound: the file never grows past it (address space for it is
     /// reserved once at open).
     pub upper: u64,
-    /// The file grows by this much at a time.
+    /// The unit the file grows in: its length is a multiple of it (up to
+    /// the upper bound), and in write-map mode its blocks are allocated
+    /// that many at a time.
     pub growth_step: u64,
 }
 
@@ -184,8 +188,11 @@ impl EnvOptions {
         self
     }
 
-    /// Bytes the file grows by when it must grow (default 1 MiB, rounded
-    /// to whole pages).
+    /// The unit the file grows in, bytes (default 1 MiB; rounded down to
+    /// whole pages, 1 to 2^20 of them): the file's length is rounded up to
+    /// a multiple of it, and in write-map mode its blocks are allocated
+    /// that many at a time. Each growth also runs the length 64 MiB ahead
+    /// of the pages in use, sparse (see [`Geometry::now`]).
     pub fn growth_step(mut self, bytes: u64) -> Self {
         self.growth_step = bytes;
         self
@@ -634,7 +641,9 @@ impl Env {
 
     /// Starts a read transaction on the newest commit. Wait-free: no lock,
     /// no system call, no allocation (the thread's reader slot is reused).
-    /// Any number may be open at once, in any threads. The one exception
+    /// Each open read transaction holds a reader slot, so up to
+    /// [`EnvOptions::max_readers`] may be open at once, over every thread
+    /// and process. The one exception
     /// is a writer that died half-way through publishing a commit: the
     /// first reader or writer that can take the writer lock then repairs
     /// the snapshot from the meta pages, which costs an `fdatasync` (and,

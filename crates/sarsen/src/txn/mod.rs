@@ -298,11 +298,11 @@ impl<'env> RoTxn<'env> {
     /// (libmdbx's `mdbx_estimate_range`). Each bound's position is taken as
     /// a fraction of the tree along its path, weighing the children of
     /// pages with at most 64 of them by their own sizes and the others
-    /// equally, so the error comes from unevenly filled siblings: on trees
-    /// filled by random inserts and deletes it stayed within 2.2% of the
-    /// database's entries plus two leaves' worth at 4 KiB pages and 7.3%
-    /// plus two leaves at 512-byte pages over 300 trees (`tests/estimate.rs`
-    /// checks 3% and 10%). An empty or inverted range gives 0.
+    /// equally, so the error comes from unevenly filled siblings. On trees
+    /// filled by random inserts and deletes, `tests/estimate.rs` holds it
+    /// within 3% of the database's entries plus two leaves' worth at 4 KiB
+    /// pages, and within 10% plus two leaves at 512-byte pages. An empty or
+    /// inverted range gives 0.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -409,7 +409,9 @@ impl<'env> RoTxn<'env> {
     /// use). Reads every page of the snapshot, so its cost is the database
     /// size; writers are not blocked.
     ///
-    /// Damage is reported in [`CheckReport::problems`], not as an error.
+    /// Damage is reported in
+    /// [`CheckReport::problems`](crate::CheckReport::problems), not as an
+    /// error.
     /// [`Env::check`](crate::Env::check) also checks the meta pages.
     ///
     /// ```

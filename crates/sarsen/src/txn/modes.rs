@@ -171,6 +171,11 @@ impl RwTxn<'_> {
     /// the root, so the cost is that of the deletes; `clear_db` empties a
     /// whole database faster.
     ///
+    /// The keys are deleted one by one, each as a
+    /// [`delete`](RwTxn::delete): an error stops the walk with the keys
+    /// before it deleted, even when the error leaves the transaction
+    /// usable.
+    ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
