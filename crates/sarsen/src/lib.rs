@@ -38,6 +38,7 @@
 //! # }
 //! ```
 #![warn(missing_docs)]
+#![warn(clippy::missing_errors_doc)]
 
 mod btree;
 mod check;
