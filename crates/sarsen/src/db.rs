@@ -103,11 +103,14 @@ impl DbOptions {
     /// [`KeyOrder::ReverseBytewise`] is LMDB's `MDB_REVERSEDUP`,
     /// [`KeyOrder::U32`]/[`KeyOrder::U64`] its `MDB_INTEGERDUP`;
     /// [`KeyOrder::Custom`] a user comparator, LMDB's `mdb_set_dupsort`,
-    /// recorded by name and attached to the handle as a key comparator is).
+    /// recorded by name and attached to the handle as a key comparator is,
+    /// by [`RwTxn::create_db_with`](crate::RwTxn::create_db_with) and
+    /// [`RwTxn::open_db_with`](crate::RwTxn::open_db_with) only).
     ///
     /// Recorded when the database is created (for the main database, by
     /// the first write transaction that opens it while it is empty);
-    /// opening a database that records another duplicate mode is
+    /// opening a database that records another duplicate mode in a write
+    /// transaction is
     /// [`Error::DupModeMismatch`](crate::Error::DupModeMismatch), and
     /// opening without this option accepts the recorded one.
     ///
@@ -117,10 +120,11 @@ impl DbOptions {
     /// [`delete`](crate::RwTxn::delete) removes a key with all its values
     /// and [`delete_dup`](crate::RwTxn::delete_dup) one pair; cursors and
     /// iterators visit every pair, values in order within each key. A key
-    /// is at most 74 bytes shorter than
-    /// [`Env::max_key_size`](crate::Env::max_key_size) (its node must hold a
-    /// sub-tree record), and a value at most `max_key_size` bytes, with
-    /// key and value together fitting in one leaf node.
+    /// is at most [`Env::max_key_size`](crate::Env::max_key_size) − 52
+    /// bytes (its node must be able to hold a 64-byte sub-tree record in
+    /// place of the 12-byte overflow reference the plain limit allows
+    /// for), and a value at most `max_key_size` bytes, with key and value
+    /// together fitting in one leaf node.
     ///
     /// ```
     /// use sarsen::{DbOptions, KeyOrder};

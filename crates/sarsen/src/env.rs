@@ -51,13 +51,17 @@ pub struct Geometry {
     /// Size the file starts at.
     pub lower: u64,
     /// Current file length. It runs up to 64 MiB ahead of the pages in use
-    /// ([`EnvInfo::next_pgno`] × page size): that margin is sparse (no disk
-    /// blocks) and lets the kernel's readahead work near the end of the data.
+    /// ([`EnvInfo::next_pgno`] × page size): each growth sets it 64 MiB
+    /// past the pages needed, rounded up to whole growth steps and capped
+    /// at the upper bound. That margin is sparse (no disk blocks) and lets
+    /// the kernel's readahead work near the end of the data.
     pub now: u64,
     /// Upper bound: the file never grows past it (address space for it is
     /// reserved once at open).
     pub upper: u64,
-    /// The file grows by this much at a time.
+    /// The unit the file grows in: its length is a multiple of it (up to
+    /// the upper bound), and in write-map mode its blocks are allocated
+    /// that many at a time.
     pub growth_step: u64,
 }
 
@@ -185,8 +189,11 @@ impl EnvOptions {
         self
     }
 
-    /// Bytes the file grows by when it must grow (default 1 MiB, rounded
-    /// to whole pages).
+    /// The unit the file grows in, bytes (default 1 MiB; rounded down to
+    /// whole pages, 1 to 2^20 of them): the file's length is rounded up to
+    /// a multiple of it, and in write-map mode its blocks are allocated
+    /// that many at a time. Each growth also runs the length 64 MiB ahead
+    /// of the pages in use, sparse (see [`Geometry::now`]).
     pub fn growth_step(mut self, bytes: u64) -> Self {
         self.growth_step = bytes;
         self
@@ -206,8 +213,9 @@ impl EnvOptions {
         self
     }
 
-    /// Reader slots in the lock file (default 126, as LMDB). Set by the
-    /// first process to open the environment.
+    /// Reader slots in the lock file, 1 to 65536 (default 126, as LMDB;
+    /// [`Error::InvalidArgument`] at open otherwise). Set by the first
+    /// process to open the environment; later openers use its number.
     pub fn max_readers(mut self, n: u32) -> Self {
         self.max_readers = n;
         self
@@ -407,14 +415,18 @@ impl EnvOptions {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a bad page size or reader count, or
-    /// `no_lock` without `read_only`; [`Error::Incompatible`] for a file of
-    /// another format, or a lock file of another format held open by a
-    /// live process; [`Error::Corrupted`] when no meta page can be trusted,
-    /// or (with [`validation`](EnvOptions::validation)) for the first
-    /// problem the check finds; [`Error::Busy`] (see
-    /// [`exclusive`](EnvOptions::exclusive)); [`Error::Io`] from the OS,
-    /// among them a lock file this process may not write.
+    /// [`Error::InvalidArgument`] for a bad page size or reader count,
+    /// `no_lock` without `read_only`, or a read-only open of an empty file;
+    /// [`Error::Incompatible`] for a file of another format, or a lock file
+    /// of another format held open by a live process; [`Error::Corrupted`]
+    /// when no meta page can be trusted, or (with
+    /// [`validation`](EnvOptions::validation)) for the first problem the
+    /// check finds; [`Error::Busy`] (see
+    /// [`exclusive`](EnvOptions::exclusive)); [`Error::DiskFull`] creating
+    /// the file, or allocating its blocks in
+    /// [`write_map`](EnvOptions::write_map) mode; [`Error::Io`] from the
+    /// OS, among them a lock file this process may not write. Nothing is
+    /// left open; a file the open created stays.
     ///
     /// # Safety
     ///
@@ -474,6 +486,10 @@ pub struct Env {
 
 impl Env {
     /// Opens or creates an environment at `path` with default options.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`EnvOptions::open`].
     ///
     /// # Safety
     ///
@@ -635,7 +651,9 @@ impl Env {
 
     /// Starts a read transaction on the newest commit. Wait-free: no lock,
     /// no system call, no allocation (the thread's reader slot is reused).
-    /// Any number may be open at once, in any threads. The one exception
+    /// Each open read transaction holds a reader slot, so up to
+    /// [`EnvOptions::max_readers`] may be open at once, over every thread
+    /// and process. The one exception
     /// is a writer that died half-way through publishing a commit: the
     /// first reader or writer that can take the writer lock then repairs
     /// the snapshot from the meta pages, which costs an `fdatasync` (and,
@@ -701,7 +719,10 @@ impl Env {
     ///
     /// [`Error::Io`] (a failed `fdatasync` also makes every later write
     /// and sync fail with [`Error::SyncFailed`], in every process, until
-    /// the environment is reopened); [`Error::Forked`].
+    /// the environment is reopened); [`Error::SyncFailed`] after such a
+    /// failure; [`Error::Forked`]; [`Error::Corrupted`] if the current
+    /// meta page no longer holds the published commit. On a read-only
+    /// environment it does nothing and cannot fail.
     pub fn sync(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
@@ -719,8 +740,11 @@ impl Env {
     /// plus the meta pages, of which one must be valid and hold that
     /// snapshot's commit or a newer one. Runs beside writers.
     ///
-    /// Errors: [`Error::ReadersFull`]; [`Error::Io`] reading the meta pages.
-    /// Damage is reported in the [`CheckReport`](crate::CheckReport).
+    /// # Errors
+    ///
+    /// Those of [`read_txn`](Env::read_txn) ([`Error::ReadersFull`] among
+    /// them); [`Error::Io`] reading the meta pages. Damage is reported in
+    /// the [`CheckReport`](crate::CheckReport), not as an error.
     pub fn check(&self) -> Result<crate::CheckReport> {
         let txn = self.read_txn()?;
         let mut report = txn.check()?;
@@ -746,10 +770,13 @@ impl Env {
     /// at the snapshot's txnid. See [`compact_copy_to`](Env::compact_copy_to)
     /// for a dense copy.
     ///
-    /// Errors: [`Error::InvalidArgument`] if `dir` holds a data file;
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] if `dir` holds a data file;
     /// [`Error::Corrupted`] if the source fails its check (a damaged
     /// database is not copied page by page); [`Error::Io`],
-    /// [`Error::DiskFull`]. On error no data file is left in `dir`.
+    /// [`Error::DiskFull`]; those of [`read_txn`](Env::read_txn) for the
+    /// snapshot. On error no data file is left in `dir`.
     ///
     /// ```
     /// # let src = tempfile::tempdir().unwrap();
@@ -774,8 +801,13 @@ impl Env {
     /// key order into a new file, pages filled full, no free pages, merge
     /// operator names kept. The copy starts at a new txnid.
     ///
-    /// Errors: as [`copy_to`](Env::copy_to), except that damage in the
-    /// source shows up as the error of the read that meets it.
+    /// # Errors
+    ///
+    /// As [`copy_to`](Env::copy_to), except that damage in the source
+    /// shows up as the error of the read that meets it; and
+    /// [`Error::NoComparator`] (or a mismatch error) for a database whose
+    /// user comparator is not attached to this environment's handle,
+    /// since the copy is built in that order.
     pub fn compact_copy_to(&self, dir: impl AsRef<Path>) -> Result<crate::CopyInfo> {
         let txn = self.read_txn()?;
         crate::copy::copy_compact(self, &txn, dir.as_ref())
@@ -791,8 +823,10 @@ impl Env {
     /// transactions do this by themselves when the oldest reader's
     /// environment is dead, and read transactions when the table is full.
     ///
-    /// Errors: [`Error::Forked`] in a `fork()` child; [`Error::Io`] if a
-    /// lock cannot be queried.
+    /// # Errors
+    ///
+    /// [`Error::Forked`] in a `fork()` child; [`Error::Io`] if a lock
+    /// cannot be queried.
     pub fn reader_check(&self) -> Result<u32> {
         self.check_fork()?;
         self.lock.reclaim_dead(self.token)
@@ -812,6 +846,12 @@ impl Env {
     /// assert!(readers.iter().any(|x| x.pid == me && x.txnid == Some(r.txnid()) && x.lag == 0));
     /// # Ok::<(), sarsen::Error>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// None: the table is read from memory (the lock file's map, or the
+    /// private table of a lock-free read-only environment), with no
+    /// system call that could fail.
     pub fn readers(&self) -> Result<Vec<crate::ReaderInfo>> {
         let last = self.lock.published_txnid();
         Ok(self
@@ -828,6 +868,12 @@ impl Env {
     }
 
     /// Geometry, txnids, readers and free pages.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`read_txn`](Env::read_txn), for the snapshot it reads;
+    /// [`Error::Io`] if the file's length cannot be read;
+    /// [`Error::Corrupted`] if a page of the free-page tree is damaged.
     pub fn info(&self) -> Result<EnvInfo> {
         // Before this call's own snapshot, which would count as a reader.
         let oldest = self.lock.oldest_slot().map(|(_, _, t)| t);

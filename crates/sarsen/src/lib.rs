@@ -38,6 +38,7 @@
 //! # }
 //! ```
 #![warn(missing_docs)]
+#![warn(clippy::missing_errors_doc)]
 
 mod btree;
 mod check;
@@ -60,7 +61,7 @@ pub use copy::CopyInfo;
 pub use cursor::{Cursor, Entry, Iter, RwCursor};
 pub use db::{Database, DbOptions, DupMode, Stat};
 pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
-pub use error::{Error, Result};
+pub use error::{Error, Recovery, Result};
 pub use merge::{MergeError, MergeOperator};
 pub use order::{Comparator, KeyOrder, MAX_COMPARATOR_NAME};
 pub use readers::{ReaderInfo, SlowReader, SlowReaderAction, SlowReaderHandler};

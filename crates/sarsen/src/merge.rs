@@ -109,9 +109,13 @@ pub trait MergeOperator: Send + Sync + 'static {
     /// applying `operands`, in order, to `existing` (`None` when the key is
     /// absent). `operands` holds at least one operand.
     ///
-    /// Returning an error aborts this merge only: the caller gets
-    /// [`Error::Merge`](crate::Error::Merge), the value stays as it was and
-    /// the transaction stays usable.
+    /// # Errors
+    ///
+    /// Return a [`MergeError`] to refuse the merge (an operand or stored
+    /// value the operator cannot read, say). That aborts this merge only:
+    /// the caller gets [`Error::Merge`](crate::Error::Merge), the value
+    /// stays as it was, whatever `out` holds, and the transaction stays
+    /// usable.
     fn full_merge(
         &self,
         key: &[u8],

@@ -147,8 +147,10 @@ pub(crate) enum Order<'a> {
 }
 
 impl<'a> Order<'a> {
-    /// How `a` sorts against `b`. Only the bytewise arm is inlined, so
-    /// the hot paths that take an `Order` stay as small as before.
+    /// How `a` sorts against `b`. Only the bytewise arm is inlined (the
+    /// others are one call away, in `cmp_other`), so a hot path that takes
+    /// an `Order` grows by a branch and a slice comparison, no more than
+    /// one that compared bytes directly.
     #[inline]
     pub(crate) fn cmp(self, a: &[u8], b: &[u8]) -> Ordering {
         match self {

@@ -133,12 +133,22 @@ impl<'txn> Cursor<'txn> {
     /// Moves to the next value of the current key (`MDB_NEXT_DUP`). At its
     /// last value, or unpositioned, returns `None` and stays. Without
     /// DUPSORT every key has one value, so this is always `None`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn next_dup(&mut self) -> Result<Option<Entry<'txn>>> {
         self.dup_step(true)
     }
 
     /// Moves to the previous value of the current key (`MDB_PREV_DUP`);
     /// `None`, staying, at its first value.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn prev_dup(&mut self) -> Result<Option<Entry<'txn>>> {
         self.dup_step(false)
     }
@@ -155,6 +165,11 @@ impl<'txn> Cursor<'txn> {
 
     /// Moves to the first value of the current key (`MDB_FIRST_DUP`);
     /// `None` when unpositioned.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn first_dup(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.current()?;
         self.land(e, true)
@@ -162,6 +177,11 @@ impl<'txn> Cursor<'txn> {
 
     /// Moves to the last value of the current key (`MDB_LAST_DUP`);
     /// `None` when unpositioned.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn last_dup(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.current()?;
         self.land(e, false)
@@ -169,6 +189,11 @@ impl<'txn> Cursor<'txn> {
 
     /// Moves to the first value of the next key (`MDB_NEXT_NODUP`); from an
     /// unpositioned cursor, to the first entry.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn next_nodup(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.next()?;
         self.land(e, true)
@@ -177,6 +202,11 @@ impl<'txn> Cursor<'txn> {
     /// Moves to the last value of the previous key (`MDB_PREV_NODUP`, which
     /// lands on the last value as LMDB's does); from an unpositioned
     /// cursor, to the last entry.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn prev_nodup(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.prev()?;
         self.land(e, false)
@@ -186,8 +216,11 @@ impl<'txn> Cursor<'txn> {
     /// not there (the position is then unspecified, as in LMDB). Values
     /// compare in the database's duplicate order.
     ///
-    /// Errors: [`Error::WrongDupMode`] without DUPSORT (LMDB's
-    /// `MDB_INCOMPATIBLE`).
+    /// # Errors
+    ///
+    /// [`Error::WrongDupMode`] without DUPSORT (LMDB's `MDB_INCOMPATIBLE`),
+    /// before the cursor moves; [`Error::Corrupted`] if a page read is
+    /// damaged.
     pub fn seek_both(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Entry<'txn>>> {
         let d = self.need_dups("seek_both")?;
         Ok(match self.seek_both_range(key, value)? {
@@ -199,7 +232,9 @@ impl<'txn> Cursor<'txn> {
     /// Moves to the first value `>= value` of `key` (`MDB_GET_BOTH_RANGE`);
     /// `None` if `key` is absent or has no such value.
     ///
-    /// Errors: [`Error::WrongDupMode`] without DUPSORT.
+    /// # Errors
+    ///
+    /// As [`seek_both`](Cursor::seek_both).
     pub fn seek_both_range(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Entry<'txn>>> {
         let d = self.need_dups("seek_both_range")?;
         let k = match self.seek(key)? {
@@ -228,6 +263,11 @@ impl<'txn> Cursor<'txn> {
 
     /// Number of values of the current key (`mdb_cursor_count`): 1 without
     /// DUPSORT, 0 when unpositioned.
+    ///
+    /// # Errors
+    ///
+    /// None: the count comes from what the cursor already holds (the
+    /// key's value list, or its sub-tree's record), and no page is read.
     pub fn dup_count(&self) -> Result<u64> {
         if !self.is_positioned() {
             return Ok(0);
@@ -240,13 +280,16 @@ impl<'txn> Cursor<'txn> {
     }
 
     /// From the current value on, the values of the current key that sit
-    /// together in one list or sub-tree leaf, packed back to back (each the
-    /// key's value size), and the key (`MDB_GET_MULTIPLE`). The cursor
-    /// moves to the last value returned, so that
-    /// [`next_multiple`](Cursor::next_multiple) continues after it.
+    /// together in one list or sub-tree leaf (`MDB_GET_MULTIPLE`), as
+    /// `(key, values)`: `values` holds them packed back to back, each the
+    /// key's value size. The cursor moves to the last value returned, so
+    /// that [`next_multiple`](Cursor::next_multiple) continues after it.
     /// `None` when unpositioned.
     ///
-    /// Errors: [`Error::WrongDupMode`] unless the database is DUPFIXED.
+    /// # Errors
+    ///
+    /// [`Error::WrongDupMode`] unless the database is DUPFIXED, before the
+    /// cursor moves; [`Error::Corrupted`] if a page read is damaged.
     pub fn get_multiple(&mut self) -> Result<Option<(&'txn [u8], &[u8])>> {
         self.need_fixed("get_multiple")?;
         let Some((k, v)) = self.current_pair()? else {
@@ -279,7 +322,9 @@ impl<'txn> Cursor<'txn> {
     /// returned and returns the next batch of the same key
     /// (`MDB_NEXT_MULTIPLE`); `None` after the key's last value.
     ///
-    /// Errors: [`Error::WrongDupMode`] unless the database is DUPFIXED.
+    /// # Errors
+    ///
+    /// As [`get_multiple`](Cursor::get_multiple).
     pub fn next_multiple(&mut self) -> Result<Option<(&'txn [u8], &[u8])>> {
         // Refused before the cursor moves.
         self.need_fixed("next_multiple")?;

@@ -72,18 +72,33 @@ impl<'txn> Cursor<'txn> {
 
     /// Moves to the first entry (smallest key; in a DUPSORT database its
     /// first value). `MDB_FIRST`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn first(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.first()?;
         self.land(e, true)
     }
     /// Moves to the last entry (largest key; in a DUPSORT database its
     /// last value). `MDB_LAST`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn last(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.last()?;
         self.land(e, false)
     }
     /// Moves to the next entry: in a DUPSORT database the next value of
     /// this key, else the first value of the next key. `MDB_NEXT`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     #[allow(clippy::should_implement_trait)]
     #[inline]
     pub fn next(&mut self) -> Result<Option<Entry<'txn>>> {
@@ -94,6 +109,11 @@ impl<'txn> Cursor<'txn> {
     }
     /// Moves to the previous entry (in a DUPSORT database the previous
     /// value, or the last value of the previous key). `MDB_PREV`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     #[inline]
     pub fn prev(&mut self) -> Result<Option<Entry<'txn>>> {
         if self.dups.is_none() {
@@ -103,6 +123,11 @@ impl<'txn> Cursor<'txn> {
     }
     /// The entry under the cursor, `None` when unpositioned or past an end.
     /// `MDB_GET_CURRENT`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if the page under the cursor, or the overflow
+    /// run of its value, is damaged.
     pub fn current(&self) -> Result<Option<Entry<'txn>>> {
         if self.dups.is_none() {
             return self.raw.current();
@@ -112,6 +137,11 @@ impl<'txn> Cursor<'txn> {
     /// Moves to the first entry whose key is `>= key` in the database's
     /// [`KeyOrder`](crate::KeyOrder) (its first value, in a DUPSORT
     /// database). `MDB_SET_RANGE`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.seek(key)?;
         self.land(e, true)
@@ -125,6 +155,11 @@ impl<'txn> Cursor<'txn> {
 
     /// Whether the cursor stands on the first entry (libmdbx's
     /// `mdbx_cursor_on_first`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the look-ahead reads is damaged; the
+    /// cursor itself does not move.
     pub fn is_first(&self) -> Result<bool> {
         if !self.is_positioned() {
             return Ok(false);
@@ -134,6 +169,11 @@ impl<'txn> Cursor<'txn> {
 
     /// Whether the cursor stands on the last entry (libmdbx's
     /// `mdbx_cursor_on_last`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the look-ahead reads is damaged; the
+    /// cursor itself does not move.
     pub fn is_last(&self) -> Result<bool> {
         if !self.is_positioned() {
             return Ok(false);
@@ -167,6 +207,11 @@ impl<'txn> Cursor<'txn> {
     /// Moves to `key` and returns its value (its first value, in a
     /// DUPSORT database), or `None` if absent (the cursor then stands on
     /// the next larger key). `MDB_SET_KEY`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// cursor's position is then unspecified.
     pub fn seek_exact(&mut self, key: &[u8]) -> Result<Option<&'txn [u8]>> {
         Ok(match self.seek(key)? {
             Some((k, v)) if k == key => Some(v),

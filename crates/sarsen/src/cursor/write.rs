@@ -117,17 +117,35 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
 
     /// Moves to the first pair. `MDB_FIRST`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn first(&mut self) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| c.first())
     }
 
     /// Moves to the last pair. `MDB_LAST`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn last(&mut self) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| c.last())
     }
 
     /// Moves to the next pair (after `delete_current`, to the pair that
     /// followed the deleted one). `MDB_NEXT`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Entry<'_>>> {
         let dups = self.dups;
@@ -140,6 +158,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
 
     /// Moves to the previous pair. `MDB_PREV`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn prev(&mut self) -> Result<Option<Entry<'_>>> {
         let dups = self.dups;
         self.go(move |c, at| match at {
@@ -154,11 +178,23 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
 
     /// Moves to the first pair whose key is `>= key`. `MDB_SET_RANGE`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| c.seek(key))
     }
 
     /// Moves to `key` (its first value); `None` if absent. `MDB_SET_KEY`.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn seek_exact(&mut self, key: &[u8]) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| match c.seek(key)? {
             Some((k, v)) if k == key => Ok(Some((k, v))),
@@ -167,17 +203,35 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
 
     /// [`Cursor::next_dup`] (`MDB_NEXT_DUP`); `None` leaves the cursor.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn next_dup(&mut self) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| c.next_dup())
     }
 
     /// [`Cursor::prev_dup`] (`MDB_PREV_DUP`); `None` leaves the cursor.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn prev_dup(&mut self) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| c.prev_dup())
     }
 
     /// [`Cursor::next_nodup`] (`MDB_NEXT_NODUP`): past the end, nothing;
     /// after `delete_current`, the first pair of the next key.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn next_nodup(&mut self) -> Result<Option<Entry<'_>>> {
         self.go(|c, at| match at {
             At::On(..) => c.next_nodup(),
@@ -192,6 +246,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
 
     /// [`Cursor::prev_nodup`] (`MDB_PREV_NODUP`): before the start,
     /// nothing; after `delete_current`, the last pair of the previous key.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] (each move finds its place again through
+    /// a read cursor) and of the read cursor's move; the cursor then stays
+    /// where it was.
     pub fn prev_nodup(&mut self) -> Result<Option<Entry<'_>>> {
         self.go(|c, at| match at {
             At::On(..) => c.prev_nodup(),
@@ -205,16 +265,29 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     }
 
     /// [`Cursor::seek_both`] (`MDB_GET_BOTH`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WrongDupMode`] without DUPSORT; those of the other moves.
     pub fn seek_both(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| c.seek_both(key, value))
     }
 
     /// [`Cursor::seek_both_range`] (`MDB_GET_BOTH_RANGE`).
+    ///
+    /// # Errors
+    ///
+    /// As [`seek_both`](RwCursor::seek_both).
     pub fn seek_both_range(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Entry<'_>>> {
         self.go(|c, _| c.seek_both_range(key, value))
     }
 
     /// [`Cursor::dup_count`] (`mdb_cursor_count`).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::cursor`] and of finding the current pair again
+    /// ([`Error::Corrupted`] for a damaged page).
     pub fn dup_count(&self) -> Result<u64> {
         let At::On(k, v) = &self.at else {
             return Ok(0);
@@ -227,7 +300,9 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// Puts `key` with `value` as [`RwTxn::put`] does (in a DUPSORT
     /// database, adds the pair) and stands on it. `mdb_cursor_put`.
     ///
-    /// Errors: those of [`RwTxn::put`]; the cursor stays where it was.
+    /// # Errors
+    ///
+    /// Those of [`RwTxn::put`]; the cursor stays where it was.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         self.txn.put(self.db, key, value)?;
         self.at = At::On(key.to_vec(), value.to_vec());
@@ -239,8 +314,14 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// cursor moves to it wherever it sorts (LMDB requires the new value
     /// to sort in the same place; Sarsen moves it instead).
     ///
-    /// Errors: [`Error::InvalidArgument`] when the cursor is on no pair;
-    /// those of [`RwTxn::put`], leaving the pair as it was.
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the cursor is on no pair; those of
+    /// [`RwTxn::put`], leaving the pair as it was. In a DUPSORT database
+    /// the replacement is two writes, a put of the new pair and a
+    /// [`RwTxn::delete_dup`] of the old: an error of the second leaves
+    /// both pairs in the database (and the cursor on the old one), even
+    /// when it leaves the transaction usable.
     pub fn put_current(&mut self, value: &[u8]) -> Result<()> {
         let At::On(k, old) = &self.at else {
             return Err(Error::InvalidArgument(
@@ -259,7 +340,11 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// Deletes the pair under the cursor (`mdb_cursor_del`); `next` then
     /// returns the pair that followed it and `prev` the one before.
     ///
-    /// Errors: [`Error::InvalidArgument`] when the cursor is on no pair.
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the cursor is on no pair; those of
+    /// [`RwTxn::delete`] (in a DUPSORT database, of [`RwTxn::delete_dup`]);
+    /// [`Error::Corrupted`] if the pair is no longer there.
     pub fn delete_current(&mut self) -> Result<()> {
         let At::On(k, v) = &self.at else {
             return Err(Error::InvalidArgument(
@@ -283,6 +368,11 @@ impl<'t, 'env> RwCursor<'t, 'env> {
 
     /// Deletes the current key with all its values (`mdb_cursor_del` with
     /// `MDB_NODUPDATA`); without DUPSORT, as [`delete_current`](Self::delete_current).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the cursor is on no pair; those of
+    /// [`RwTxn::delete`].
     pub fn delete_current_key(&mut self) -> Result<()> {
         let At::On(k, _) = &self.at else {
             return Err(Error::InvalidArgument(
@@ -304,8 +394,11 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// database's merge operator, as [`RwTxn::merge`] (the cursor-level
     /// form of RocksDB's `Merge`), and stands on the result.
     ///
-    /// Errors: [`Error::InvalidArgument`] when the cursor is on no pair;
-    /// those of [`RwTxn::merge`], leaving the value as it was.
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the cursor is on no pair; those of
+    /// [`RwTxn::merge`], leaving the value as it was; those of
+    /// [`RwTxn::get`] for reading the result back.
     pub fn merge_current(&mut self, operand: &[u8]) -> Result<()> {
         let At::On(k, _) = &self.at else {
             return Err(Error::InvalidArgument(

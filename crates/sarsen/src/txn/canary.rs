@@ -36,7 +36,9 @@ impl Canary {
 impl RoTxn<'_> {
     /// The canary as of this snapshot (`mdbx_canary_get`).
     ///
-    /// Errors: [`Error::Corrupted`].
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if the catalog is damaged.
     pub fn canary(&self) -> Result<Canary> {
         let e = lookup_entry(self.src, &self.catalog, "")?;
         Ok(Canary::of(e.and_then(|e| e.canary)))
@@ -44,7 +46,12 @@ impl RoTxn<'_> {
 }
 
 impl RwTxn<'_> {
-    /// The canary as this transaction sees it.
+    /// The canary as this transaction sees it, a change by
+    /// [`put_canary`](RwTxn::put_canary) included.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if the catalog is damaged.
     pub fn canary(&self) -> Result<Canary> {
         if let Some(Some(n)) = self.w.dbs.first() {
             return Ok(Canary::of(n.canary));
@@ -57,7 +64,11 @@ impl RwTxn<'_> {
     /// this transaction; `v` becomes this transaction's txnid, whatever
     /// `c.v` says (`mdbx_canary_put`).
     ///
-    /// Errors: [`Error::BadTxn`] after a failed operation.
+    /// # Errors
+    ///
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] if the catalog is damaged. Nothing is written
+    /// before commit, so neither breaks it.
     ///
     /// ```
     /// use sarsen::Canary;

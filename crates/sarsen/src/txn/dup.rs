@@ -74,8 +74,11 @@ impl RwTxn<'_> {
     /// returns whether it was added. A plain [`put`](RwTxn::put) does the
     /// same but does not say.
     ///
-    /// Errors: [`Error::WrongDupMode`] without DUPSORT;
-    /// [`Error::BadValueSize`]; those of [`put`](RwTxn::put).
+    /// # Errors
+    ///
+    /// [`Error::WrongDupMode`] without DUPSORT; those of
+    /// [`put`](RwTxn::put) in a DUPSORT database ([`Error::BadValueSize`]
+    /// among them).
     ///
     /// ```
     /// use sarsen::{DbOptions, KeyOrder};
@@ -103,8 +106,11 @@ impl RwTxn<'_> {
     /// (LMDB's `mdb_del` with a value); returns whether it was there. The
     /// key goes when its last value does.
     ///
-    /// Errors: [`Error::WrongDupMode`] without DUPSORT (LMDB ignores the
-    /// value there and deletes the key; Sarsen refuses rather than guess).
+    /// # Errors
+    ///
+    /// [`Error::WrongDupMode`] without DUPSORT (LMDB ignores the value
+    /// there and deletes the key; Sarsen refuses rather than guess); those
+    /// of [`delete`](RwTxn::delete).
     ///
     /// ```
     /// use sarsen::{DbOptions, KeyOrder};
@@ -139,8 +145,11 @@ impl RwTxn<'_> {
     /// database's new last one, which is what a bulk load of sorted pairs
     /// needs checked.
     ///
-    /// Errors: [`Error::KeyNotGreater`] otherwise, leaving the transaction
-    /// as it was; [`Error::WrongDupMode`] without DUPSORT; those of
+    /// # Errors
+    ///
+    /// [`Error::KeyNotGreater`] otherwise, leaving the transaction as it
+    /// was; [`Error::WrongDupMode`] without DUPSORT; those of
+    /// [`get`](RwTxn::get) for reading the last pair, and of
     /// [`put`](RwTxn::put).
     pub fn append_dup(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         let (rec, ord) = self.tree_ord(db)?;

@@ -70,8 +70,10 @@ impl RwTxn<'_> {
     /// transaction (the borrow checker already stops holding either across
     /// a write).
     ///
-    /// Errors: [`Error::InvalidArgument`] if `value` is neither in the map
-    /// nor in a page this transaction has written.
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] if `value` is neither in the map nor in a
+    /// page this transaction has written (a copy, say).
     pub fn is_dirty(&self, value: &[u8]) -> Result<bool> {
         let addr = value.as_ptr() as usize;
         let ps = self.w.pager().layout.psize;

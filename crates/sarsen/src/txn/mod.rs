@@ -204,8 +204,14 @@ impl<'env> RoTxn<'env> {
     /// The duplicate mode of `db`: `None` for unique keys (LMDB's
     /// `mdb_dbi_flags` for `MDB_DUPSORT` and its companions).
     ///
-    /// Errors: [`Error::DbNotFound`]; [`Error::NoComparator`] if a user
-    /// comparator sorts the values and none is attached.
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// snapshot; [`Error::NoComparator`] or [`Error::DupModeMismatch`] if
+    /// a user comparator sorts its values and none, or one of another
+    /// name, is attached to the handle; [`Error::InvalidArgument`] for a
+    /// handle this environment never handed out; [`Error::Corrupted`] if
+    /// the catalog is damaged.
     pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
         let rec = self.tree(db)?;
         self.dup_order(db, &rec)?;
@@ -216,16 +222,34 @@ impl<'env> RoTxn<'env> {
     /// The key order of `db` (LMDB's `mdb_dbi_flags`, as far as the order
     /// goes): a user comparator's order needs it attached.
     ///
-    /// Errors: [`Error::NoComparator`], [`Error::DbNotFound`].
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this snapshot (never created, or dropped); [`Error::NoComparator`]
+    /// or [`Error::KeyOrderMismatch`] if a user comparator orders its keys
+    /// and none, or one of another name, is attached to the handle;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out; [`Error::Corrupted`] if a page read is damaged.
     pub fn key_order(&self, db: Database) -> Result<KeyOrder> {
         Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
     }
 
-    /// The value of `key` in `db`, or `None`. Touches only the pages on
-    /// the root-to-leaf path and allocates nothing.
+    /// The value of `key` in `db`, or `None`; in a DUPSORT database, the
+    /// key's first value. Touches only the pages on the root-to-leaf path
+    /// and allocates nothing. A key of the wrong length for an integer
+    /// order, or longer than any key can be, finds nothing.
     ///
-    /// Errors: [`Error::DbNotFound`] if `db` was dropped; [`Error::Corrupted`].
-    /// A key of the wrong length for an integer order finds nothing.
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this snapshot (never created, or dropped); [`Error::NoComparator`]
+    /// or [`Error::KeyOrderMismatch`] if a user comparator orders its keys
+    /// and none, or one of another name, is attached to the handle;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out; [`Error::Corrupted`] if a page read is damaged.
+    /// In a DUPSORT database whose values a user comparator sorts, also
+    /// [`Error::NoComparator`] or [`Error::DupModeMismatch`] for that
+    /// comparator.
     #[inline]
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         let (rec, ord) = if db.dbi == 0 && self.main.flags & ORDER_MASK == 0 {
@@ -240,7 +264,11 @@ impl<'env> RoTxn<'env> {
         get_in(self.src, &rec, ord, dc, key)
     }
 
-    /// A cursor over `db`.
+    /// A cursor over `db`, unpositioned.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](RoTxn::get); a damaged page is met by the cursor's moves.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
         Cursor::new(
@@ -252,6 +280,11 @@ impl<'env> RoTxn<'env> {
     }
 
     /// All entries of `db` in key order (`.rev()` for descending).
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](RoTxn::get); a damaged page met while iterating is the
+    /// iterator's last item, an `Err`.
     pub fn iter(&self, db: Database) -> Result<Iter<'_>> {
         self.range(db, ..)
     }
@@ -277,6 +310,10 @@ impl<'env> RoTxn<'env> {
     ///     .collect();
     /// assert_eq!(keys, [&b"c"[..], b"b"]);
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`iter`](RoTxn::iter).
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
         let dc = self.dup_order(db, &rec)?;
@@ -285,11 +322,23 @@ impl<'env> RoTxn<'env> {
 
     /// The database's sequence in this snapshot (see
     /// [`RwTxn::next_sequence`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// snapshot; [`Error::InvalidArgument`] for a handle this environment
+    /// never handed out; [`Error::Corrupted`] if the catalog is damaged.
+    /// No comparator is needed.
     pub fn sequence(&self, db: Database) -> Result<u64> {
         Ok(self.tree(db)?.sequence)
     }
 
-    /// Statistics of `db` in this snapshot.
+    /// Statistics of `db` in this snapshot, from its tree record (no page
+    /// of the tree is read).
+    ///
+    /// # Errors
+    ///
+    /// As [`sequence`](RoTxn::sequence).
     pub fn stat(&self, db: Database) -> Result<Stat> {
         Ok(Stat::from_record(&self.tree(db)?, self.env.page_size))
     }
@@ -300,11 +349,11 @@ impl<'env> RoTxn<'env> {
     /// (libmdbx's `mdbx_estimate_range`). Each bound's position is taken as
     /// a fraction of the tree along its path, weighing the children of
     /// pages with at most 64 of them by their own sizes and the others
-    /// equally, so the error comes from unevenly filled siblings: on trees
-    /// filled by random inserts and deletes it stayed within 2.2% of the
-    /// database's entries plus two leaves' worth at 4 KiB pages and 7.3%
-    /// plus two leaves at 512-byte pages over 300 trees (`tests/estimate.rs`
-    /// checks 3% and 10%). An empty or inverted range gives 0.
+    /// equally, so the error comes from unevenly filled siblings. On trees
+    /// filled by random inserts and deletes, `tests/estimate.rs` holds it
+    /// within 3% of the database's entries plus two leaves' worth at 4 KiB
+    /// pages, and within 10% plus two leaves at 512-byte pages. An empty or
+    /// inverted range gives 0.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -320,6 +369,15 @@ impl<'env> RoTxn<'env> {
     /// assert!((1500..2500).contains(&n), "{n}");
     /// # Ok::<(), sarsen::Error>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this snapshot (never created, or dropped); [`Error::NoComparator`]
+    /// or [`Error::KeyOrderMismatch`] if a user comparator orders its keys
+    /// and none, or one of another name, is attached to the handle;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out; [`Error::Corrupted`] if a page read is damaged.
     pub fn estimate_range(
         &self,
         db: Database,
@@ -333,6 +391,18 @@ impl<'env> RoTxn<'env> {
     /// The handle of the named database `name` (registering it with the
     /// environment), or `None` if it does not exist in this snapshot.
     /// `None` as the name gives the main database.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a name of 0 or more than
+    /// [`Env::max_key_size`](crate::Env::max_key_size) bytes;
+    /// [`Error::DbsFull`] if the name is new to this `Env` and it has
+    /// handed out [`EnvOptions::max_dbs`](crate::EnvOptions::max_dbs)
+    /// handles; [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if
+    /// the database records a user comparator and none, or one of another
+    /// name, is attached to the handle (give it with
+    /// [`open_db_with`](RoTxn::open_db_with)); [`Error::Corrupted`] if the
+    /// catalog is damaged.
     pub fn open_db(&self, name: Option<&str>) -> Result<Option<Database>> {
         let Some(name) = name else {
             return Ok(Some(Database::MAIN));
@@ -354,14 +424,24 @@ impl<'env> RoTxn<'env> {
         }
     }
 
-    /// [`open_db`](RoTxn::open_db) with options. A merge operator or
+    /// [`open_db`](RoTxn::open_db) with options. A merge operator or key
     /// comparator in `opts` is attached to the handle for the life of the
-    /// environment (a read transaction records nothing).
+    /// environment (a read transaction records nothing). The duplicate
+    /// mode in `opts` ([`DbOptions::dup_sort`],
+    /// [`DbOptions::dup_fixed`]) is neither checked nor attached here: a
+    /// database whose values a user comparator sorts gets that comparator
+    /// from [`RwTxn::open_db_with`] or
+    /// [`RwTxn::create_db_with`].
     ///
-    /// Errors: [`Error::MergeOperatorMismatch`] if the catalog records, or
-    /// the handle already has, an operator of another name;
+    /// # Errors
+    ///
+    /// [`Error::MergeOperatorMismatch`] if the catalog records, or the
+    /// handle already has, an operator of another name;
     /// [`Error::KeyOrderMismatch`] if the database records another key
-    /// order; those of [`open_db`](RoTxn::open_db).
+    /// order, or the handle already has a comparator of another name;
+    /// [`Error::InvalidArgument`] for an operator's or comparator's name of
+    /// 0 or over 255 bytes; those of [`open_db`](RoTxn::open_db). An
+    /// operator or comparator attached before the error stays attached.
     pub fn open_db_with(&self, name: Option<&str>, opts: &DbOptions) -> Result<Option<Database>> {
         let db = match name {
             None => Database::MAIN,
@@ -396,6 +476,10 @@ impl<'env> RoTxn<'env> {
     }
 
     /// Names of the named databases, sorted bytewise.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a catalog page is damaged.
     pub fn list_dbs(&self) -> Result<Vec<String>> {
         list(AnySource::Map(self.src), self.catalog)
     }
@@ -411,7 +495,6 @@ impl<'env> RoTxn<'env> {
     /// use). Reads every page of the snapshot, so its cost is the database
     /// size; writers are not blocked.
     ///
-    /// Damage is reported in [`CheckReport::problems`], not as an error.
     /// [`Env::check`](crate::Env::check) also checks the meta pages.
     ///
     /// ```
@@ -428,6 +511,13 @@ impl<'env> RoTxn<'env> {
     /// assert_eq!(report.trees[2].entries, 1000);
     /// # Ok::<(), sarsen::Error>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// None: damage, however bad, is reported in
+    /// [`CheckReport::problems`](crate::CheckReport::problems), not as an
+    /// error (the `Result` matches [`Env::check`](crate::Env::check),
+    /// which can fail to begin its snapshot).
     pub fn check(&self) -> Result<crate::CheckReport> {
         Ok(crate::check::check(
             self.src,
@@ -708,6 +798,13 @@ fn list(s: AnySource<'_>, cat: DbRecord) -> Result<Vec<String>> {
 /// transaction at once and to others after [`commit`](RwTxn::commit);
 /// dropping it without committing aborts.
 ///
+/// A failed operation either leaves the transaction usable, with its
+/// earlier writes, or breaks it, and the transaction then refuses writes
+/// and its commit with [`Error::BadTxn`] and can only be aborted (LMDB's
+/// `MDB_BAD_TXN` rule): which one is [`Error::leaves_txn_usable`] of the
+/// error. Most calls that fail change nothing; the few that are several
+/// writes in one call say in their `# Errors` what a failure leaves done.
+///
 /// A value read through it borrows it, so it cannot be held across a write:
 ///
 /// ```compile_fail
@@ -841,11 +938,31 @@ impl<'env> RwTxn<'env> {
     }
 
     /// The key order of `db` (see [`RoTxn::key_order`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this transaction's view (never created, or dropped);
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// comparator orders its keys and none, or one of another name, is
+    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// damaged. Reads work in a broken transaction too (no
+    /// [`Error::BadTxn`]).
     pub fn key_order(&self, db: Database) -> Result<KeyOrder> {
         Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
     }
 
     /// The duplicate mode of `db` (see [`RoTxn::dup_mode`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// transaction's view; [`Error::NoComparator`] or
+    /// [`Error::DupModeMismatch`] if a user comparator sorts its values
+    /// and none, or one of another name, is attached to the handle;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out; [`Error::Corrupted`] if the catalog is damaged.
     pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
         self.dup_order(db)?;
         let c = self.env.registry.dup_comparator(db);
@@ -936,14 +1053,30 @@ impl<'env> RwTxn<'env> {
                     n.dirty = true;
                 }
             }
-            Err(e) if !e.leaves_txn_intact() => self.broken = true,
+            Err(e) if !e.leaves_txn_usable() => self.broken = true,
             Err(_) => {}
         }
         r
     }
 
-    /// The value of `key` in `db`, including this transaction's changes.
-    /// A key of the wrong length for an integer order finds nothing.
+    /// The value of `key` in `db`, including this transaction's changes;
+    /// in a DUPSORT database, the key's first value. A key of the wrong
+    /// length for an integer order, or longer than any key can be, finds
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this transaction's view (never created, or dropped);
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// comparator orders its keys and none, or one of another name, is
+    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// damaged. Reads work in a broken transaction too (no
+    /// [`Error::BadTxn`]).
+    /// In a DUPSORT database whose values a user comparator sorts, also
+    /// [`Error::NoComparator`] or [`Error::DupModeMismatch`] for that
+    /// comparator.
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         let (rec, ord) = self.tree_ord(db)?;
         if !ord.fits(key) {
@@ -957,35 +1090,75 @@ impl<'env> RwTxn<'env> {
     /// it moves as a [`Cursor`] and also puts, replaces, deletes and
     /// merges where it stands. It borrows the transaction mutably.
     ///
-    /// Errors: [`Error::DbNotFound`], [`Error::Corrupted`].
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// transaction's view; [`Error::NoComparator`] or
+    /// [`Error::DupModeMismatch`] if a user comparator sorts a DUPSORT
+    /// database's values and none, or one of another name, is attached;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out; [`Error::Corrupted`] if the catalog is damaged. A
+    /// missing key comparator shows at the cursor's first move.
     pub fn cursor_mut(&mut self, db: Database) -> Result<crate::RwCursor<'_, 'env>> {
         crate::RwCursor::new(self, db)
     }
 
-    /// A cursor over `db`, seeing this transaction's changes.
+    /// A cursor over `db`, seeing this transaction's changes, unpositioned.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](RwTxn::get); a damaged page is met by the cursor's moves.
     pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
         Cursor::new(self.src(), rec, ord, self.dup_order_of(db, &rec)?)
     }
 
     /// All entries of `db` in key order.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](RwTxn::get); a damaged page met while iterating is the
+    /// iterator's last item, an `Err`.
     pub fn iter(&self, db: Database) -> Result<Iter<'_>> {
         self.range(db, ..)
     }
 
     /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`iter`](RwTxn::iter).
     pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
         let (rec, ord) = self.tree_ord(db)?;
         let dc = self.dup_order_of(db, &rec)?;
         Iter::new(self.src(), rec, ord, dc, range)
     }
 
-    /// Statistics of `db` as this transaction sees it.
+    /// Statistics of `db` as this transaction sees it, from its tree
+    /// record (no page of the tree is read).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// transaction's view; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if the catalog is
+    /// damaged. No comparator is needed.
     pub fn stat(&self, db: Database) -> Result<Stat> {
         Ok(Stat::from_record(&self.tree(db)?, self.env.page_size))
     }
 
     /// [`RoTxn::estimate_range`] on this transaction's view.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this transaction's view (never created, or dropped);
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// comparator orders its keys and none, or one of another name, is
+    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// damaged. Reads work in a broken transaction too (no
+    /// [`Error::BadTxn`]).
     pub fn estimate_range(
         &self,
         db: Database,
@@ -996,7 +1169,12 @@ impl<'env> RwTxn<'env> {
         estimate(self.w.view(), &rec, ord, lo, hi)
     }
 
-    /// Names of the named databases, sorted bytewise.
+    /// Names of the named databases in this transaction's view, sorted
+    /// bytewise.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a catalog page is damaged.
     pub fn list_dbs(&self) -> Result<Vec<String>> {
         list(self.src(), self.w.catalog)
     }
@@ -1004,8 +1182,18 @@ impl<'env> RwTxn<'env> {
     /// The handle of named database `name`, or `None` if it does not exist.
     /// `None` as the name gives the main database.
     ///
-    /// Errors: [`Error::NoComparator`] if the database records a user
-    /// comparator and none is attached to the handle.
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a name of 0 or more than
+    /// [`Env::max_key_size`] bytes; [`Error::DbsFull`] if the name is new
+    /// to this `Env` and it has handed out
+    /// [`EnvOptions::max_dbs`](crate::EnvOptions::max_dbs) handles;
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if the
+    /// database records a user comparator and none, or one of another
+    /// name, is attached to the handle (give it with
+    /// [`open_db_with`](RwTxn::open_db_with)); [`Error::Corrupted`] if the
+    /// catalog is damaged. Nothing is written: the transaction stays as it
+    /// was.
     pub fn open_db(&mut self, name: Option<&str>) -> Result<Option<Database>> {
         self.open_db_with(name, &DbOptions::new())
     }
@@ -1023,8 +1211,22 @@ impl<'env> RwTxn<'env> {
     /// The handle of named database `name`, creating it if missing (LMDB's
     /// `mdb_dbi_open` with `MDB_CREATE`). `None` gives the main database.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a name of 0 or more than
-    /// `max_key_size` bytes; [`Error::DbsFull`].
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for a name of 0 or more than
+    /// [`Env::max_key_size`] bytes; [`Error::DbsFull`] if the name is new
+    /// to this `Env` and it has handed out
+    /// [`EnvOptions::max_dbs`](crate::EnvOptions::max_dbs) handles;
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if an
+    /// existing database records a user comparator and none, or one of
+    /// another name, is attached to the handle. Writing a new database's
+    /// catalog entry can give [`Error::UpperBoundReached`], and:
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// grows: these three break the transaction (its later writes and its
+    /// commit give `BadTxn`). Every other error leaves the transaction as
+    /// it was ([`Error::leaves_txn_usable`]).
     pub fn create_db(&mut self, name: Option<&str>) -> Result<Database> {
         self.create_db_with(name, &DbOptions::new())
     }
@@ -1075,12 +1277,22 @@ impl<'env> RwTxn<'env> {
     /// records none, recorded for the database when this transaction
     /// commits.
     ///
-    /// Errors: [`Error::MergeOperatorMismatch`] if the catalog records, or
-    /// the handle already has, an operator of another name;
+    /// # Errors
+    ///
+    /// [`Error::MergeOperatorMismatch`] if the catalog records, or the
+    /// handle already has, an operator of another name;
     /// [`Error::KeyOrderMismatch`] if an existing database records another
-    /// key order; [`Error::NoComparator`] if it records a user comparator
-    /// and none is given or attached; those of
+    /// key order, or the handle already has a comparator of another name;
+    /// [`Error::DupModeMismatch`] if it records another duplicate mode;
+    /// [`Error::NoComparator`] if it records a user comparator and none is
+    /// given or attached; [`Error::InvalidArgument`] for an operator's or
+    /// comparator's name of 0 or over 255 bytes; those of
     /// [`create_db`](RwTxn::create_db).
+    ///
+    /// The options are checked against a new database after it is
+    /// created: an error from them (an operator's name over 255 bytes,
+    /// say) leaves the new database created, in a transaction that stays
+    /// usable. Abort the transaction to undo it.
     pub fn create_db_with(&mut self, name: Option<&str>, opts: &DbOptions) -> Result<Database> {
         let db = self.create_inner(name, opts)?;
         self.apply_options(db, opts)?;
@@ -1089,7 +1301,22 @@ impl<'env> RwTxn<'env> {
     }
 
     /// [`open_db`](RwTxn::open_db) with options, as
-    /// [`create_db_with`](RwTxn::create_db_with) but without creating.
+    /// [`create_db_with`](RwTxn::create_db_with) but without creating:
+    /// `None` if the database does not exist. Nothing is written to the
+    /// file before commit: an operator's name, and the order or duplicate
+    /// mode an empty main database takes, are recorded when this
+    /// transaction commits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::MergeOperatorMismatch`], [`Error::KeyOrderMismatch`],
+    /// [`Error::DupModeMismatch`], [`Error::NoComparator`] and
+    /// [`Error::InvalidArgument`] as for
+    /// [`create_db_with`](RwTxn::create_db_with); [`Error::DbsFull`] if
+    /// the name is new to this `Env` and it has handed out all its
+    /// handles; [`Error::Corrupted`] if the catalog is damaged. Each leaves
+    /// the transaction usable; an operator or comparator attached before
+    /// the error stays attached.
     pub fn open_db_with(
         &mut self,
         name: Option<&str>,
@@ -1230,13 +1457,24 @@ impl<'env> RwTxn<'env> {
     /// new value or a change of one, and neither is what RocksDB's merge
     /// means).
     ///
-    /// Errors, each leaving the transaction as it was:
+    /// # Errors
+    ///
+    /// Each of these leaves the transaction as it was:
     /// [`Error::NoMergeOperator`] if none is attached to the handle;
     /// [`Error::MergeOperatorMismatch`] if another process recorded another
     /// operator for the database since it was opened; [`Error::Merge`] if
-    /// the operator refuses; [`Error::KeyTooLarge`],
-    /// [`Error::ValueTooLarge`] (the result), [`Error::UpperBoundReached`],
-    /// [`Error::DbNotFound`].
+    /// the operator refuses; [`Error::WrongDupMode`] on a DUPSORT database;
+    /// [`Error::KeyTooLarge`]; [`Error::BadKeySize`] for a key of the wrong
+    /// length for an integer order; [`Error::ValueTooLarge`] for a result
+    /// over [`Env::max_value_size`]; [`Error::UpperBoundReached`];
+    /// [`Error::DbNotFound`]; [`Error::NoComparator`] or
+    /// [`Error::KeyOrderMismatch`] for a user comparator not attached. And:
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// grows: these three break the transaction (its later writes and its
+    /// commit give `BadTxn`). Every other error leaves the transaction as
+    /// it was ([`Error::leaves_txn_usable`]).
     ///
     /// ```
     /// use sarsen::{merge::Uint64Add, DbOptions};
@@ -1262,8 +1500,11 @@ impl<'env> RwTxn<'env> {
 
     /// Merges `operands` into `key`, in order, with one descent and one
     /// call of the operator: the same result as merging them one by one.
-    /// Errors as [`merge`](RwTxn::merge), and [`Error::InvalidArgument`]
-    /// for an empty `operands`.
+    ///
+    /// # Errors
+    ///
+    /// As [`merge`](RwTxn::merge), and [`Error::InvalidArgument`] for an
+    /// empty `operands` (the transaction stays as it was).
     pub fn merge_many(&mut self, db: Database, key: &[u8], operands: &[&[u8]]) -> Result<()> {
         if self.broken {
             return Err(Error::BadTxn);
@@ -1316,19 +1557,38 @@ impl<'env> RwTxn<'env> {
             .put(name.as_bytes(), &rec.encode());
         match &r {
             Ok(()) => self.w.catalog = cat,
-            Err(e) if !e.leaves_txn_intact() => self.broken = true,
+            Err(e) if !e.leaves_txn_usable() => self.broken = true,
             Err(_) => {}
         }
         r
     }
 
     /// Inserts `key` with `value` into `db`, replacing any value it had.
+    /// In a DUPSORT database it adds `value` to the key's values instead
+    /// (LMDB's `mdb_put` without flags), and a pair already there is left
+    /// as it is; [`put_no_dup_data`](RwTxn::put_no_dup_data) also says
+    /// whether it added.
     ///
-    /// Errors, each leaving the transaction as it was:
-    /// [`Error::KeyTooLarge`] (over [`Env::max_key_size`]),
-    /// [`Error::ValueTooLarge`] (over [`Env::max_value_size`]),
-    /// [`Error::UpperBoundReached`], [`Error::DbNotFound`],
-    /// [`Error::BadKeySize`] (a database of integer keys).
+    /// # Errors
+    ///
+    /// Each of these leaves the transaction as it was:
+    /// [`Error::KeyTooLarge`] (over [`Env::max_key_size`]; in a DUPSORT
+    /// database over 52 bytes less); [`Error::ValueTooLarge`] (over
+    /// [`Env::max_value_size`]; in a DUPSORT database over what fits with
+    /// the key in one leaf node, at most `max_key_size`);
+    /// [`Error::BadKeySize`] (a database of integer keys);
+    /// [`Error::BadValueSize`] (a `DUPFIXED` database or integer
+    /// duplicates); [`Error::UpperBoundReached`]; [`Error::DbNotFound`];
+    /// [`Error::NoComparator`], [`Error::KeyOrderMismatch`] or
+    /// [`Error::DupModeMismatch`] for a user comparator not attached;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out. And:
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// grows: these three break the transaction (its later writes and its
+    /// commit give `BadTxn`). Every other error leaves the transaction as
+    /// it was ([`Error::leaves_txn_usable`]).
     pub fn put(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(self.env, key, value)?;
         self.change(db, |t, dc| {
@@ -1340,7 +1600,27 @@ impl<'env> RwTxn<'env> {
         })
     }
 
-    /// Deletes `key` from `db`; returns whether it was there.
+    /// Deletes `key` from `db`; returns whether it was there. In a DUPSORT
+    /// database the key goes with all its values
+    /// ([`delete_dup`](RwTxn::delete_dup) removes one pair). A key longer
+    /// than any key can be, or of the wrong length for an integer order,
+    /// is not there.
+    ///
+    /// # Errors
+    ///
+    /// Each of these leaves the transaction as it was:
+    /// [`Error::DbNotFound`]; [`Error::NoComparator`],
+    /// [`Error::KeyOrderMismatch`] or [`Error::DupModeMismatch`] for a
+    /// user comparator not attached; [`Error::InvalidArgument`] for a
+    /// handle this environment never handed out;
+    /// [`Error::UpperBoundReached`] (a delete writes new copies of the
+    /// pages on its path, and reserves them first). And:
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// grows: these three break the transaction (its later writes and its
+    /// commit give `BadTxn`). Every other error leaves the transaction as
+    /// it was ([`Error::leaves_txn_usable`]).
     pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         if key.len() > self.env.layout.max_key {
             // No key that long is stored, but the errors of any other
@@ -1361,7 +1641,18 @@ impl<'env> RwTxn<'env> {
         })
     }
 
-    /// Removes every entry of `db` (LMDB's `mdb_drop(.., 0)`).
+    /// Removes every entry of `db` (LMDB's `mdb_drop(.., 0)`), keeping its
+    /// settings and sequence. Its pages are freed without being copied:
+    /// each branch and leaf page is read, to find the overflow runs and
+    /// duplicate sub-trees below it, but no overflow page is.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] and [`Error::InvalidArgument`] (an unknown
+    /// handle) leave the transaction as it was; no comparator is needed.
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page of the tree, which breaks
+    /// it.
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
         self.change(db, |t, _| t.free_tree())
     }
@@ -1370,6 +1661,16 @@ impl<'env> RwTxn<'env> {
     /// `mdb_drop(.., 1)`); later use of the handle gives
     /// [`Error::DbNotFound`] until it is created again. On the main
     /// database this is [`clear_db`](RwTxn::clear_db).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`clear_db`](RwTxn::clear_db), which runs first; then
+    /// removing the name from the catalog can give
+    /// [`Error::UpperBoundReached`], [`Error::Corrupted`], or in write-map
+    /// mode [`Error::DiskFull`] or [`Error::Io`]. The database is emptied
+    /// by then, so any error of this second step breaks the transaction,
+    /// `UpperBoundReached` included (the one exception to
+    /// [`Error::leaves_txn_usable`]): abort it.
     pub fn drop_db(&mut self, db: Database) -> Result<()> {
         self.clear_db(db)?;
         let Some(name) = self.env.registry.name(db)? else {
@@ -1395,9 +1696,19 @@ impl<'env> RwTxn<'env> {
     /// and (in [`Durability::Durable`](crate::Durability::Durable) mode)
     /// they survive a crash.
     ///
-    /// Errors: [`Error::DiskFull`], [`Error::Io`], [`Error::UpperBoundReached`],
-    /// [`Error::BadTxn`] if an earlier operation failed. On error nothing
-    /// of this transaction is visible or durable.
+    /// A transaction that changed nothing writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadTxn`] if an earlier operation broke the transaction;
+    /// [`Error::UpperBoundReached`] if the catalog entries or the list of
+    /// freed pages need pages past the upper bound; [`Error::DiskFull`] or
+    /// [`Error::Io`] from growing, writing or syncing the file (after a
+    /// failed `fdatasync` every later write of the environment gives
+    /// [`Error::SyncFailed`] until it is opened again); [`Error::Corrupted`]
+    /// if a page the commit updates is damaged. Whatever the error, the
+    /// transaction has ended: nothing of it is visible or durable, and the
+    /// last commit stays as it was.
     pub fn commit(mut self) -> Result<()> {
         if self.broken {
             return Err(Error::BadTxn);

@@ -12,9 +12,13 @@ use crate::error::{Error, Result};
 impl RwTxn<'_> {
     /// Inserts `key` with `value` only if `key` is absent (LMDB's
     /// `MDB_NOOVERWRITE`): returns `None` when it inserted, or the value
-    /// already there (and writes nothing).
+    /// already there (and writes nothing). In a DUPSORT database the key
+    /// counts as present with any value, and its first value is returned.
     ///
-    /// Errors: as [`put`](RwTxn::put).
+    /// # Errors
+    ///
+    /// As [`put`](RwTxn::put), and those of [`get`](RwTxn::get) for the
+    /// lookup.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -46,9 +50,14 @@ impl RwTxn<'_> {
     ///
     /// "Greater" is in the database's [`KeyOrder`](crate::KeyOrder).
     ///
-    /// Errors: [`Error::KeyNotGreater`] if `key` is not greater than the
-    /// last key (LMDB gives `MDB_KEYEXIST`), leaving the transaction as it
-    /// was; those of [`put`](RwTxn::put).
+    /// In a DUPSORT database `key` must sort after the last key too: a
+    /// pair under the last key is [`append_dup`](RwTxn::append_dup)'s.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::KeyNotGreater`] if `key` is not greater than the last key
+    /// (LMDB gives `MDB_KEYEXIST`), leaving the transaction as it was;
+    /// those of [`put`](RwTxn::put).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -90,7 +99,13 @@ impl RwTxn<'_> {
     /// inside the call, where a later version can hash a run after `fill`
     /// returns and drop the copy without changing the API.
     ///
-    /// Errors: as [`put`](RwTxn::put).
+    /// # Errors
+    ///
+    /// [`Error::ValueTooLarge`] for a `len` over
+    /// [`Env::max_value_size`](crate::Env::max_value_size), before `fill`
+    /// runs; [`Error::BadTxn`] once an earlier failure broke the
+    /// transaction, also before `fill` runs; then those of
+    /// [`put`](RwTxn::put).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -134,8 +149,10 @@ impl RwTxn<'_> {
     /// (libmdbx's `mdbx_replace`; the old value is copied out, since its
     /// page is rewritten).
     ///
-    /// Errors: as [`put`](RwTxn::put); [`Error::WrongDupMode`] on a
-    /// DUPSORT database.
+    /// # Errors
+    ///
+    /// [`Error::WrongDupMode`] on a DUPSORT database; those of
+    /// [`get`](RwTxn::get) and [`put`](RwTxn::put).
     pub fn replace(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         super::dup::refuse_dups(&self.tree(db)?, "replace")?;
         let old = if key.len() <= self.env.layout.max_key {
@@ -150,7 +167,10 @@ impl RwTxn<'_> {
     /// Deletes `key` and returns the value it had (libmdbx's
     /// `mdbx_replace` with no new value), or `None` if it was absent.
     ///
-    /// Errors: [`Error::WrongDupMode`] on a DUPSORT database.
+    /// # Errors
+    ///
+    /// [`Error::WrongDupMode`] on a DUPSORT database; those of
+    /// [`get`](RwTxn::get) and [`delete`](RwTxn::delete).
     pub fn take(&mut self, db: Database, key: &[u8]) -> Result<Option<Vec<u8>>> {
         super::dup::refuse_dups(&self.tree(db)?, "take")?;
         if key.len() > self.env.layout.max_key {
@@ -170,6 +190,11 @@ impl RwTxn<'_> {
     /// the root, so the cost is that of the deletes; `clear_db` empties a
     /// whole database faster.
     ///
+    /// The keys are deleted one by one, each as a
+    /// [`delete`](RwTxn::delete): an error stops the walk with the keys
+    /// before it deleted, even when the error leaves the transaction
+    /// usable.
+    ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
     /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
@@ -183,6 +208,11 @@ impl RwTxn<'_> {
     /// assert_eq!(left, [&b"a"[..], b"d"]);
     /// # Ok::<(), sarsen::Error>(())
     /// ```
+    ///
+    /// # Errors
+    ///
+    /// Those of [`iter`](RwTxn::iter) and [`delete`](RwTxn::delete);
+    /// [`Error::Corrupted`] if a key the walk found cannot be deleted.
     pub fn delete_range<'k, R: RangeBounds<&'k [u8]>>(
         &mut self,
         db: Database,
@@ -244,6 +274,10 @@ impl RwTxn<'_> {
     /// kept in its record, changed only by
     /// [`next_sequence`](RwTxn::next_sequence) and committed or aborted with
     /// the transaction. Starts at 0.
+    ///
+    /// # Errors
+    ///
+    /// As [`stat`](RwTxn::stat).
     pub fn sequence(&self, db: Database) -> Result<u64> {
         Ok(self.tree(db)?.sequence)
     }
@@ -251,8 +285,12 @@ impl RwTxn<'_> {
     /// Adds `increment` to the database's sequence and returns the value
     /// before (so `next_sequence(db, 1)` hands out 0, 1, 2, ...).
     ///
-    /// Errors: [`Error::InvalidArgument`] if the sequence would pass
-    /// `u64::MAX` (it is left unchanged); [`Error::DbNotFound`].
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] if the sequence would pass `u64::MAX` (it
+    /// is left unchanged); [`Error::DbNotFound`]; [`Error::BadTxn`] once an
+    /// earlier failure broke the transaction. Nothing is written before
+    /// commit, so none of these breaks it.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
