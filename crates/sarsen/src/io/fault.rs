@@ -470,6 +470,10 @@ pub struct CrashImage {
 
 impl CrashImage {
     /// Writes the image to a new file at `path` (its zero tail sparse).
+    ///
+    /// # Errors
+    ///
+    /// The `std::io::Error` of creating, writing or extending the file.
     pub fn write_to(&self, path: &std::path::Path) -> std::io::Result<()> {
         let f = std::fs::File::create(path)?;
         std::io::Write::write_all(&mut &f, &self.data)?;

@@ -146,7 +146,12 @@ impl<'env> RwTxn<'env> {
     /// child created and then aborted simply does not exist in the parent
     /// ([`Error::DbNotFound`]) while its handle stays valid.
     ///
-    /// Errors: [`Error::BadTxn`] if this transaction is broken.
+    /// # Errors
+    ///
+    /// [`Error::BadTxn`] if this transaction is broken (an earlier write
+    /// failed after changing pages): nothing is begun, and the only thing
+    /// left to do with it is to abort. Beginning allocates no page, so it
+    /// cannot run out of space.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -189,8 +194,13 @@ impl NestedTxn<'_, '_> {
     /// saved copies of the parent's pages are dropped, or handed to the
     /// enclosing child.
     ///
-    /// Errors: [`Error::BadTxn`] if an operation broke this child; it is
-    /// then aborted, and the parent is as it was when the child began.
+    /// # Errors
+    ///
+    /// [`Error::BadTxn`] if an operation broke this child, or if the
+    /// transaction it belongs to no longer holds its checkpoint: it is then
+    /// aborted, and the parent is as it was when the child began (still
+    /// usable). [`Error::Io`] or [`Error::DiskFull`] only in write-map mode, if a page's view
+    /// cannot be made again while rolling back; the parent is then broken.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
