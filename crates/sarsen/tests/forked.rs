@@ -36,6 +36,7 @@ const ROUNDS: u64 = 30;
 const READ_FORKED: u8 = 1;
 const WRITE_FORKED: u8 = 2;
 const SYNC_FORKED: u8 = 4;
+const COMMIT_FORKED: u8 = 8;
 /// The child panicked.
 const CHILD_PANICKED: u8 = 0x80;
 
@@ -169,6 +170,7 @@ fn check_bits(code: u8, want: u8, problems: &mut Vec<String>) {
         (READ_FORKED, "env.read_txn()"),
         (WRITE_FORKED, "env.write_txn()"),
         (SYNC_FORKED, "env.sync()"),
+        (COMMIT_FORKED, "commit of the parent's write transaction"),
     ] {
         if want & bit != 0 && code & bit == 0 {
             problems.push(format!(
@@ -337,12 +339,11 @@ fn a_forked_child_dropping_the_parents_write_txn_keeps_the_writer_lock() {
 
     let (pid, rd) = match fork() {
         Side::Child(wr) => {
-            // The inherited write transaction: dropping it (an abort) must
-            // not release the parent's writer lock.
-            let mut code = guarded(move || {
-                drop(w);
-                0
-            });
+            // The inherited write transaction: committing it must fail
+            // with `Forked` (it would write and publish beside the parent),
+            // and dropping it then (an abort) must not release the
+            // parent's writer lock.
+            let mut code = guarded(move || if forked(w.commit()) { COMMIT_FORKED } else { 0 });
             code |= guarded(|| {
                 let mut code = 0;
                 if forked(env.sync()) {
@@ -362,7 +363,11 @@ fn a_forked_child_dropping_the_parents_write_txn_keeps_the_writer_lock() {
         Side::Parent(pid, rd) => (pid, rd),
     };
     match child_report(pid, rd) {
-        Ok(code) => check_bits(code, READ_FORKED | SYNC_FORKED, &mut problems),
+        Ok(code) => check_bits(
+            code,
+            READ_FORKED | SYNC_FORKED | COMMIT_FORKED,
+            &mut problems,
+        ),
         Err(e) => problems.push(e),
     }
     // The parent still holds the writer lock: another process must wait.

@@ -7,7 +7,8 @@
 //! It is stored as a setting of the main database's catalog entry (tag 3),
 //! so a reader sees the canary of its own snapshot, as it sees its data.
 
-use super::{lookup_entry, RoTxn, RwTxn};
+use super::catalog::lookup_entry;
+use super::{RoTxn, RwTxn};
 use crate::db::Database;
 use crate::error::{Error, Result};
 

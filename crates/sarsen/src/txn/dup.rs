@@ -97,7 +97,7 @@ impl RwTxn<'_> {
     pub fn put_no_dup_data(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<bool> {
         self.change(db, |t, dc| {
             let d = need_dups(t.rec, dc, "put_no_dup_data")?;
-            super::check_key(t.ord, key)?;
+            super::catalog::check_key(t.ord, key)?;
             put(t, d, key, value)
         })
     }

@@ -71,9 +71,9 @@ impl RwTxn<'_> {
     /// # Ok::<(), sarsen::Error>(())
     /// ```
     pub fn append(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
-        super::check_sizes(self.env, key, value)?;
+        super::catalog::check_sizes(self.env, key, value)?;
         self.change(db, |t, dc| {
-            super::check_key(t.ord, key)?;
+            super::catalog::check_key(t.ord, key)?;
             match super::dup::dups_of(t.rec, dc)? {
                 Some(d) => {
                     if !t.sorts_last(key)? {

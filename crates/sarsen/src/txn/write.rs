@@ -1,0 +1,713 @@
+//! The write transaction: begin on the published snapshot, reads of its
+//! own changes, writes through the B+tree, commit and abort.
+
+use std::ops::RangeBounds;
+
+use std::sync::MutexGuard;
+
+use super::catalog::{
+    check_key, check_sizes, estimate, get_in, key_order_of, list, lookup, lookup_entry,
+    resolve_order,
+};
+use super::writer::{NamedDb, TxnState, WriteStore};
+use super::{commit, dup};
+use crate::btree::{self, Tree};
+use crate::cursor::{Cursor, Iter};
+use crate::db::{Database, Stat};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::order::{KeyOrder, Order};
+use crate::page::DbRecord;
+use crate::store::AnySource;
+
+/// The write transaction (LMDB's `MDB_txn` without `MDB_RDONLY`). One at a
+/// time per environment, across processes. Changes are visible to this
+/// transaction at once and to others after [`commit`](RwTxn::commit);
+/// dropping it without committing aborts.
+///
+/// A failed operation either leaves the transaction usable, with its
+/// earlier writes, or breaks it, and the transaction then refuses writes
+/// and its commit with [`Error::BadTxn`] and can only be aborted (LMDB's
+/// `MDB_BAD_TXN` rule): which one is [`Error::leaves_txn_usable`] of the
+/// error. Most calls that fail change nothing; the few that are several
+/// writes in one call say in their `# Errors` what a failure leaves done.
+///
+/// A value read through it borrows it, so it cannot be held across a write:
+///
+/// ```compile_fail
+/// # let dir = tempfile::tempdir().unwrap();
+/// let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+/// let db = env.main_db();
+/// let mut w = env.write_txn().unwrap();
+/// let v = w.get(db, b"k").unwrap();
+/// w.put(db, b"k2", b"v").unwrap(); // error: `w` is borrowed by `v`
+/// drop(v);
+/// ```
+pub struct RwTxn<'env> {
+    pub(super) env: &'env Env,
+    pub(super) w: MutexGuard<'env, TxnState>,
+    /// An operation failed after changing pages: the transaction can only abort.
+    pub(super) broken: bool,
+    pub(super) done: bool,
+}
+
+impl<'env> RwTxn<'env> {
+    pub(crate) fn begin(env: &'env Env) -> Result<RwTxn<'env>> {
+        if env.read_only {
+            return Err(Error::ReadOnly);
+        }
+        env.check_fork()?;
+        let w = env.writer.lock().unwrap_or_else(|e| e.into_inner());
+        env.lock.lock_writer()?;
+        // From here every exit, an error or a panic in the slow-reader
+        // handler included, drops `txn`, which releases the writer lock.
+        let mut txn = RwTxn {
+            env,
+            w,
+            broken: false,
+            done: false,
+        };
+        txn.start()?;
+        Ok(txn)
+    }
+
+    /// Sets up the writer for a new transaction on the published snapshot
+    /// (repaired first if its writer died publishing it, and checked
+    /// against the current meta page).
+    pub(super) fn start(&mut self) -> Result<()> {
+        let env = self.env;
+        env.check_synced()?;
+        let (p, ws) = env.writer_view()?;
+        env.erase_orphan_metas(&p, &ws)?;
+        let w = &mut self.w;
+        w.reset();
+        let last = p.txnid;
+        let next = p.next_pgno as u32;
+        w.store
+            .pager
+            .begin(last + 1, next, env.upper_pgno, env.growth_pgno);
+        w.store.gc = DbRecord::from_words(&p.gc);
+        w.catalog = DbRecord::from_words(&p.catalog);
+        w.main = DbRecord::from_words(&p.main);
+        // After the trees are set: the slow-reader handler reads the GC.
+        let oldest = crate::readers::oldest_after_handler(env, w, last)?;
+        let mut bound = oldest.map_or(last, |o| o.min(last));
+        if env.durability != crate::Durability::NoSync {
+            // Keep the last durable commit intact until a newer one is.
+            bound = bound.min(ws.durable_txnid);
+        }
+        w.store.gc_bound = bound;
+        Ok(())
+    }
+
+    /// Txnid this transaction will commit as.
+    pub fn txnid(&self) -> u64 {
+        self.w.txnid()
+    }
+
+    pub(super) fn src(&self) -> AnySource<'_> {
+        AnySource::Write(self.w.view())
+    }
+
+    /// The tree of `db` as this transaction sees it.
+    pub(super) fn tree(&self, db: Database) -> Result<DbRecord> {
+        let Some(name) = self.env.registry.name(db)? else {
+            return Ok(self.w.main);
+        };
+        match self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
+            Some(n) if n.exists => Ok(n.rec),
+            Some(_) => Err(Error::DbNotFound { name: name.into() }),
+            None => lookup(self.w.view(), &self.w.catalog, name),
+        }
+    }
+
+    /// The order of `db`'s tree `rec`.
+    pub(super) fn order(&self, db: Database, rec: &DbRecord) -> Result<Order<'env>> {
+        let env = self.env;
+        resolve_order(env, db, rec, || {
+            if let Some(n) = self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
+                return Ok(n.comparator.as_deref());
+            }
+            let name = env.registry.name(db)?.unwrap_or_default();
+            let e = lookup_entry(self.w.view(), &self.w.catalog, name)?;
+            Ok(e.and_then(|e| e.comparator))
+        })
+    }
+
+    /// The user order of `db`'s duplicate values, if its record says it
+    /// has one (`None` otherwise: built-in orders need no lookup).
+    pub(crate) fn dup_order(&self, db: Database) -> Result<Option<Order<'env>>> {
+        self.dup_order_of(db, &self.tree(db)?)
+    }
+
+    /// [`dup_order`](RwTxn::dup_order) of `db`'s tree `rec`, already read
+    /// (reads and cursors have it: no second catalog lookup).
+    pub(super) fn dup_order_of(&self, db: Database, rec: &DbRecord) -> Result<Option<Order<'env>>> {
+        if !btree::dup::custom_dups(rec.flags) {
+            return Ok(None);
+        }
+        let env = self.env;
+        let recorded = match self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
+            Some(n) => n.dup_comparator.clone(),
+            None => {
+                let name = env.registry.name(db)?.unwrap_or_default();
+                let e = lookup_entry(self.w.view(), &self.w.catalog, name)?;
+                e.and_then(|e| e.dup_comparator).map(Into::into)
+            }
+        };
+        env.registry.dup_order(db, recorded.as_deref()).map(Some)
+    }
+
+    /// The tree of `db` as this transaction sees it, and its key order.
+    pub(super) fn tree_ord(&self, db: Database) -> Result<(DbRecord, Order<'env>)> {
+        let rec = self.tree(db)?;
+        Ok((rec, self.order(db, &rec)?))
+    }
+
+    /// The key order of `db` (see [`RoTxn::key_order`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this transaction's view (never created, or dropped);
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// comparator orders its keys and none, or one of another name, is
+    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// damaged. Reads work in a broken transaction too (no
+    /// [`Error::BadTxn`]).
+    pub fn key_order(&self, db: Database) -> Result<KeyOrder> {
+        Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
+    }
+
+    /// The duplicate mode of `db` (see [`RoTxn::dup_mode`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// transaction's view; [`Error::NoComparator`] or
+    /// [`Error::DupModeMismatch`] if a user comparator sorts its values
+    /// and none, or one of another name, is attached to the handle;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out; [`Error::Corrupted`] if the catalog is damaged.
+    pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
+        self.dup_order(db)?;
+        let c = self.env.registry.dup_comparator(db);
+        Ok(crate::DupMode::of(self.tree(db)?.flags, c))
+    }
+
+    /// Loads the state of named `db` for writing. For the main database
+    /// (`dbi` 0), only the settings count: its tree is `self.w.main`.
+    pub(super) fn named(&mut self, db: Database) -> Result<&mut NamedDb> {
+        let name = self.env.registry.name(db)?.unwrap_or_default();
+        let i = db.dbi as usize;
+        if self.w.dbs.len() <= i {
+            self.w.dbs.resize(i + 1, None);
+        }
+        if self.w.dbs[i].is_none() {
+            let st = match lookup_entry(self.w.view(), &self.w.catalog, name)? {
+                Some(e) => NamedDb {
+                    rec: e.rec,
+                    exists: true,
+                    dirty: false,
+                    merge: e.merge.map(Into::into),
+                    comparator: e.comparator.map(Into::into),
+                    canary: e.canary,
+                    dup_comparator: e.dup_comparator.map(Into::into),
+                },
+                None => NamedDb::absent(),
+            };
+            self.w.dbs[i] = Some(st);
+        }
+        self.w.dbs[i]
+            .as_mut()
+            .ok_or_else(|| Error::InvalidArgument("database state missing".into()))
+    }
+
+    /// Runs a change on `db`'s tree, given with its key order and the
+    /// order of its duplicates (`None` unless it has a custom one), looked
+    /// up once with the record; marks the transaction broken if it fails
+    /// after changing pages.
+    pub(super) fn change<T>(
+        &mut self,
+        db: Database,
+        f: impl FnOnce(&mut Tree<'_, WriteStore>, Option<Order<'env>>) -> Result<T>,
+    ) -> Result<T> {
+        let rec = self.current(db)?;
+        let ord = self.order(db, &rec)?;
+        let dc = self.dup_order_of(db, &rec)?;
+        self.apply(db, rec, ord, |t| f(t, dc))
+    }
+
+    /// The record of `db`'s tree, for a change: `BadTxn` once the
+    /// transaction is broken, `DbNotFound` for a dropped database.
+    pub(super) fn current(&mut self, db: Database) -> Result<DbRecord> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        if db.dbi == 0 {
+            return Ok(self.w.main);
+        }
+        let n = self.named(db)?;
+        if !n.exists {
+            let name = self.env.registry.name(db)?.unwrap_or_default();
+            return Err(Error::DbNotFound { name: name.into() });
+        }
+        Ok(n.rec)
+    }
+
+    /// Runs `f` on `rec`, [`current`](RwTxn::current) for `db`, and keeps
+    /// the record it leaves if it succeeds.
+    pub(super) fn apply<T>(
+        &mut self,
+        db: Database,
+        mut rec: DbRecord,
+        ord: Order<'env>,
+        f: impl FnOnce(&mut Tree<'_, WriteStore>) -> Result<T>,
+    ) -> Result<T> {
+        let before = rec;
+        let r = f(&mut self.w.tree(&mut rec, ord));
+        match &r {
+            Ok(_) => {
+                if db.dbi == 0 {
+                    // A change of the record alone (its sequence) must
+                    // commit too.
+                    self.w.main_changed |= rec != before;
+                    self.w.main = rec;
+                } else if rec != before {
+                    let n = self.named(db)?;
+                    n.rec = rec;
+                    n.dirty = true;
+                }
+            }
+            Err(e) if !e.leaves_txn_usable() => self.broken = true,
+            Err(_) => {}
+        }
+        r
+    }
+
+    /// The value of `key` in `db`, including this transaction's changes;
+    /// in a DUPSORT database, the key's first value. A key of the wrong
+    /// length for an integer order, or longer than any key can be, finds
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this transaction's view (never created, or dropped);
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// comparator orders its keys and none, or one of another name, is
+    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// damaged. Reads work in a broken transaction too (no
+    /// [`Error::BadTxn`]).
+    /// In a DUPSORT database whose values a user comparator sorts, also
+    /// [`Error::NoComparator`] or [`Error::DupModeMismatch`] for that
+    /// comparator.
+    pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
+        let (rec, ord) = self.tree_ord(db)?;
+        if !ord.fits(key) {
+            return Ok(None);
+        }
+        let dc = self.dup_order_of(db, &rec)?;
+        get_in(self.w.view(), &rec, ord, dc, key)
+    }
+
+    /// A write cursor over `db` (LMDB's cursor in a write transaction):
+    /// it moves as a [`Cursor`] and also puts, replaces, deletes and
+    /// merges where it stands. It borrows the transaction mutably.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// transaction's view; [`Error::NoComparator`] or
+    /// [`Error::DupModeMismatch`] if a user comparator sorts a DUPSORT
+    /// database's values and none, or one of another name, is attached;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out; [`Error::Corrupted`] if the catalog is damaged. A
+    /// missing key comparator shows at the cursor's first move.
+    pub fn cursor_mut(&mut self, db: Database) -> Result<crate::RwCursor<'_, 'env>> {
+        crate::RwCursor::new(self, db)
+    }
+
+    /// A cursor over `db`, seeing this transaction's changes, unpositioned.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](RwTxn::get); a damaged page is met by the cursor's moves.
+    pub fn cursor(&self, db: Database) -> Result<Cursor<'_>> {
+        let (rec, ord) = self.tree_ord(db)?;
+        Cursor::new(self.src(), rec, ord, self.dup_order_of(db, &rec)?)
+    }
+
+    /// All entries of `db` in key order.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](RwTxn::get); a damaged page met while iterating is the
+    /// iterator's last item, an `Err`.
+    pub fn iter(&self, db: Database) -> Result<Iter<'_>> {
+        self.range(db, ..)
+    }
+
+    /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`iter`](RwTxn::iter).
+    pub fn range<'k, R: RangeBounds<&'k [u8]>>(&self, db: Database, range: R) -> Result<Iter<'_>> {
+        let (rec, ord) = self.tree_ord(db)?;
+        let dc = self.dup_order_of(db, &rec)?;
+        Iter::new(self.src(), rec, ord, dc, range)
+    }
+
+    /// Statistics of `db` as this transaction sees it, from its tree
+    /// record (no page of the tree is read).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database does not exist in this
+    /// transaction's view; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if the catalog is
+    /// damaged. No comparator is needed.
+    pub fn stat(&self, db: Database) -> Result<Stat> {
+        Ok(Stat::from_record(&self.tree(db)?, self.env.page_size))
+    }
+
+    /// [`RoTxn::estimate_range`] on this transaction's view.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// this transaction's view (never created, or dropped);
+    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// comparator orders its keys and none, or one of another name, is
+    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
+    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// damaged. Reads work in a broken transaction too (no
+    /// [`Error::BadTxn`]).
+    pub fn estimate_range(
+        &self,
+        db: Database,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<u64> {
+        let (rec, ord) = self.tree_ord(db)?;
+        estimate(self.w.view(), &rec, ord, lo, hi)
+    }
+
+    /// Names of the named databases in this transaction's view, sorted
+    /// bytewise.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if a catalog page is damaged.
+    pub fn list_dbs(&self) -> Result<Vec<String>> {
+        list(self.src(), self.w.catalog)
+    }
+}
+
+impl<'env> RwTxn<'env> {
+    /// Merges `operand` into `key` of `db` with the database's merge
+    /// operator (RocksDB's `Merge`), in one descent of the tree: the
+    /// operator gets the stored value (or `None`) and the operand, and its
+    /// result replaces the value at once, visible to this transaction's
+    /// reads and atomic with its commit. A result equal to the stored value
+    /// writes nothing.
+    ///
+    /// Merge is defined on databases with one value per key: on a DUPSORT
+    /// database it is [`Error::WrongDupMode`] (a merge there could mean a
+    /// new value or a change of one, and neither is what RocksDB's merge
+    /// means).
+    ///
+    /// # Errors
+    ///
+    /// Each of these leaves the transaction as it was:
+    /// [`Error::NoMergeOperator`] if none is attached to the handle;
+    /// [`Error::MergeOperatorMismatch`] if another process recorded another
+    /// operator for the database since it was opened; [`Error::Merge`] if
+    /// the operator refuses; [`Error::WrongDupMode`] on a DUPSORT database;
+    /// [`Error::KeyTooLarge`]; [`Error::BadKeySize`] for a key of the wrong
+    /// length for an integer order; [`Error::ValueTooLarge`] for a result
+    /// over [`Env::max_value_size`]; [`Error::UpperBoundReached`];
+    /// [`Error::DbNotFound`]; [`Error::NoComparator`] or
+    /// [`Error::KeyOrderMismatch`] for a user comparator not attached. And:
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// grows: these three break the transaction (its later writes and its
+    /// commit give `BadTxn`). Every other error leaves the transaction as
+    /// it was ([`Error::leaves_txn_usable`]).
+    ///
+    /// ```
+    /// use sarsen::{merge::Uint64Add, DbOptions};
+    /// # fn main() -> Result<(), sarsen::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe { sarsen::Env::open(dir.path())? };
+    /// let mut w = env.write_txn()?;
+    /// let db = w.open_db_with(None, &DbOptions::new().merge_operator(Uint64Add))?.unwrap();
+    /// w.merge(db, b"visits", &2u64.to_le_bytes())?;
+    /// w.merge(db, b"visits", &3u64.to_le_bytes())?;
+    /// assert_eq!(w.get(db, b"visits")?, Some(&5u64.to_le_bytes()[..]));
+    /// // A 4-byte operand is refused, and the counter stays at 5.
+    /// assert!(matches!(w.merge(db, b"visits", b"four"), Err(sarsen::Error::Merge { .. })));
+    /// assert_eq!(w.get(db, b"visits")?, Some(&5u64.to_le_bytes()[..]));
+    /// w.commit()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[inline]
+    pub fn merge(&mut self, db: Database, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.merge_many(db, key, &[operand])
+    }
+
+    /// Merges `operands` into `key`, in order, with one descent and one
+    /// call of the operator: the same result as merging them one by one.
+    ///
+    /// # Errors
+    ///
+    /// As [`merge`](RwTxn::merge), and [`Error::InvalidArgument`] for an
+    /// empty `operands` (the transaction stays as it was).
+    pub fn merge_many(&mut self, db: Database, key: &[u8], operands: &[&[u8]]) -> Result<()> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let max = self.env.layout.max_key;
+        if key.len() > max {
+            return Err(Error::KeyTooLarge {
+                len: key.len(),
+                max,
+            });
+        }
+        if operands.is_empty() {
+            return Err(Error::InvalidArgument("merge without operands".into()));
+        }
+        let env = self.env;
+        let Some(op) = env.registry.operator(db) else {
+            return Err(Error::NoMergeOperator {
+                db: env.registry.name(db)?.unwrap_or_default().into(),
+            });
+        };
+        let must_record = self.check_recorded(db, op.as_ref())?;
+        let mut out = std::mem::take(&mut self.w.merge_buf);
+        let r = self.change(db, |t, _| {
+            dup::refuse_dups(t.rec, "merge")?;
+            check_key(t.ord, key)?;
+            t.merge(key, &mut out, |old, out| {
+                op.full_merge(key, old, operands, out)
+                    .map_err(|source| Error::Merge {
+                        operator: op.name().into(),
+                        source,
+                    })
+            })
+        });
+        self.w.merge_buf = out;
+        r?;
+        if must_record {
+            self.record_operator(db, op.name())?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn put_catalog(&mut self, name: &str, rec: &DbRecord) -> Result<()> {
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        let mut cat = self.w.catalog;
+        let r = self
+            .w
+            .tree(&mut cat, Order::Bytewise)
+            .put(name.as_bytes(), &rec.encode());
+        match &r {
+            Ok(()) => self.w.catalog = cat,
+            Err(e) if !e.leaves_txn_usable() => self.broken = true,
+            Err(_) => {}
+        }
+        r
+    }
+
+    /// Inserts `key` with `value` into `db`, replacing any value it had.
+    /// In a DUPSORT database it adds `value` to the key's values instead
+    /// (LMDB's `mdb_put` without flags), and a pair already there is left
+    /// as it is; [`put_no_dup_data`](RwTxn::put_no_dup_data) also says
+    /// whether it added.
+    ///
+    /// # Errors
+    ///
+    /// Each of these leaves the transaction as it was:
+    /// [`Error::KeyTooLarge`] (over [`Env::max_key_size`]; in a DUPSORT
+    /// database over 52 bytes less); [`Error::ValueTooLarge`] (over
+    /// [`Env::max_value_size`]; in a DUPSORT database over what fits with
+    /// the key in one leaf node, at most `max_key_size`);
+    /// [`Error::BadKeySize`] (a database of integer keys);
+    /// [`Error::BadValueSize`] (a `DUPFIXED` database or integer
+    /// duplicates); [`Error::UpperBoundReached`]; [`Error::DbNotFound`];
+    /// [`Error::NoComparator`], [`Error::KeyOrderMismatch`] or
+    /// [`Error::DupModeMismatch`] for a user comparator not attached;
+    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// handed out. And:
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// grows: these three break the transaction (its later writes and its
+    /// commit give `BadTxn`). Every other error leaves the transaction as
+    /// it was ([`Error::leaves_txn_usable`]).
+    pub fn put(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
+        check_sizes(self.env, key, value)?;
+        self.change(db, |t, dc| {
+            check_key(t.ord, key)?;
+            if let Some(d) = dup::dups_of(t.rec, dc)? {
+                return dup::put(t, d, key, value).map(drop);
+            }
+            t.put(key, value)
+        })
+    }
+
+    /// Deletes `key` from `db`; returns whether it was there. In a DUPSORT
+    /// database the key goes with all its values
+    /// ([`delete_dup`](RwTxn::delete_dup) removes one pair). A key longer
+    /// than any key can be, or of the wrong length for an integer order,
+    /// is not there.
+    ///
+    /// # Errors
+    ///
+    /// Each of these leaves the transaction as it was:
+    /// [`Error::DbNotFound`]; [`Error::NoComparator`],
+    /// [`Error::KeyOrderMismatch`] or [`Error::DupModeMismatch`] for a
+    /// user comparator not attached; [`Error::InvalidArgument`] for a
+    /// handle this environment never handed out;
+    /// [`Error::UpperBoundReached`] (a delete writes new copies of the
+    /// pages on its path, and reserves them first). And:
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// grows: these three break the transaction (its later writes and its
+    /// commit give `BadTxn`). Every other error leaves the transaction as
+    /// it was ([`Error::leaves_txn_usable`]).
+    pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
+        if key.len() > self.env.layout.max_key {
+            // No key that long is stored, but the errors of any other
+            // delete still apply (found by the api_ops fuzz target).
+            if self.broken {
+                return Err(Error::BadTxn);
+            }
+            return self.tree(db).map(|_| false);
+        }
+        self.change(db, |t, dc| {
+            if !t.ord.fits(key) {
+                return Ok(false);
+            }
+            if let Some(d) = dup::dups_of(t.rec, dc)? {
+                return Ok(t.delete_all(d, key)? > 0);
+            }
+            t.delete(key)
+        })
+    }
+
+    /// Removes every entry of `db` (LMDB's `mdb_drop(.., 0)`), keeping its
+    /// settings and sequence. Its pages are freed without being copied:
+    /// each branch and leaf page is read, to find the overflow runs and
+    /// duplicate sub-trees below it, but no overflow page is.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::DbNotFound`] and [`Error::InvalidArgument`] (an unknown
+    /// handle) leave the transaction as it was; no comparator is needed.
+    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`] for a damaged page of the tree, which breaks
+    /// it.
+    pub fn clear_db(&mut self, db: Database) -> Result<()> {
+        self.change(db, |t, _| t.free_tree())
+    }
+
+    /// Deletes the named database `db` and its entries (LMDB's
+    /// `mdb_drop(.., 1)`); later use of the handle gives
+    /// [`Error::DbNotFound`] until it is created again. On the main
+    /// database this is [`clear_db`](RwTxn::clear_db).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`clear_db`](RwTxn::clear_db), which runs first; then
+    /// removing the name from the catalog can give
+    /// [`Error::UpperBoundReached`], [`Error::Corrupted`], or in write-map
+    /// mode [`Error::DiskFull`] or [`Error::Io`]. The database is emptied
+    /// by then, so any error of this second step breaks the transaction,
+    /// `UpperBoundReached` included (the one exception to
+    /// [`Error::leaves_txn_usable`]): abort it.
+    pub fn drop_db(&mut self, db: Database) -> Result<()> {
+        self.clear_db(db)?;
+        let Some(name) = self.env.registry.name(db)? else {
+            return Ok(());
+        };
+        let mut cat = self.w.catalog;
+        let r = self
+            .w
+            .tree(&mut cat, Order::Bytewise)
+            .delete(name.as_bytes());
+        match &r {
+            Ok(_) => self.w.catalog = cat,
+            // The database is already emptied: whatever the error, the
+            // transaction no longer matches any state the caller asked for.
+            Err(_) => self.broken = true,
+        }
+        r?;
+        *self.named(db)? = NamedDb::absent();
+        Ok(())
+    }
+
+    /// Commits: after it returns, new read transactions see the changes,
+    /// and (in [`Durability::Durable`](crate::Durability::Durable) mode)
+    /// they survive a crash.
+    ///
+    /// A transaction that changed nothing writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadTxn`] if an earlier operation broke the transaction;
+    /// [`Error::UpperBoundReached`] if the catalog entries or the list of
+    /// freed pages need pages past the upper bound; [`Error::DiskFull`] or
+    /// [`Error::Io`] from growing, writing or syncing the file (after a
+    /// failed `fdatasync` every later write of the environment gives
+    /// [`Error::SyncFailed`] until it is opened again); [`Error::Corrupted`]
+    /// if a page the commit updates is damaged; [`Error::Forked`] in a
+    /// process forked after the transaction began (it is the parent's; the
+    /// child drops it without touching the writer lock). Whatever the
+    /// error, the transaction has ended: nothing of it is visible or
+    /// durable, and the last commit stays as it was.
+    pub fn commit(mut self) -> Result<()> {
+        // A transaction begun before `fork()` is the parent's: from the
+        // child it would write and publish beside it.
+        self.env.check_fork()?;
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
+        // Only a child leaked with `mem::forget` leaves a checkpoint: its
+        // changes stay, as if it had committed.
+        self.w.drop_checkpoints();
+        let r = commit::commit(self.env, &mut self.w);
+        self.finish();
+        r
+    }
+
+    /// Discards every change (also done when the transaction is dropped).
+    pub fn abort(mut self) {
+        self.finish();
+    }
+
+    pub(super) fn finish(&mut self) {
+        if !self.done {
+            self.done = true;
+            self.w.reset();
+            // In a forked child the writer lock is the parent's.
+            if !self.env.forked() {
+                self.env.lock.unlock_writer();
+            }
+        }
+    }
+}
+
+impl Drop for RwTxn<'_> {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
