@@ -26,7 +26,7 @@ use crate::page::node::LeafValue;
 use crate::page::LeafNode;
 use crate::page::{self, CatalogEntry, DbRecord, Page, Pgno, HDR, META_PAGES};
 use crate::store::MapSource;
-use crate::txn::gc;
+use crate::writer::gc;
 
 /// Reports longer than this many problems stop listing them (the count in
 /// [`CheckReport::problems_total`] goes on).

@@ -79,7 +79,8 @@ fn publish(file: &File, tmp: &Path, data: &Path) -> Result<u64> {
 /// A physical copy of the snapshot of `txn` into the directory `dir`.
 pub(crate) fn copy_physical(env: &Env, txn: &RoTxn<'_>, dir: &Path) -> Result<CopyInfo> {
     let (src, txnid, gc, catalog, main) = txn.parts();
-    let (report, in_tree) = crate::check::walk(src, txnid, &gc, &catalog, &main, &env.registry);
+    let (report, in_tree) =
+        crate::check::walk(src, txnid, &gc, &catalog, &main, &env.shared.registry);
     if let Some(p) = report.problems.first() {
         return Err(Error::corrupted(
             p.page,
@@ -116,20 +117,20 @@ fn write_pages(
     txnid: u64,
     [gc, catalog, main]: [DbRecord; 3],
 ) -> Result<()> {
-    let ps = env.page_size as usize;
+    let ps = env.shared.page_size as usize;
     let next_pgno = src.limit;
     file.set_len(u64::from(next_pgno) * ps as u64)
         .map_err(|e| Error::io("ftruncate copy", e))?;
     let m = Meta {
-        page_size: env.page_size,
+        page_size: env.shared.page_size,
         txnid,
         flags: meta::STEADY,
         next_pgno,
-        lower: env.lower_pgno,
-        upper: env.upper_pgno,
-        growth: env.growth_pgno,
+        lower: env.shared.lower_pgno,
+        upper: env.shared.upper_pgno,
+        growth: env.shared.growth_pgno,
         shrink: 0,
-        boot_id: env.boot_id,
+        boot_id: env.shared.boot_id,
         gc,
         catalog,
         main,
@@ -227,7 +228,7 @@ fn fill_compact(env: &Env, txn: &RoTxn<'_>, work: &Path) -> Result<(u64, u64)> {
         w.commit()?;
     }
     out.sync()?;
-    let used = out.info()?.next_pgno * u64::from(env.page_size);
+    let used = out.info()?.next_pgno * u64::from(env.shared.page_size);
     Ok((entries, used))
 }
 
@@ -235,9 +236,9 @@ fn fill_compact(env: &Env, txn: &RoTxn<'_>, work: &Path) -> Result<(u64, u64)> {
 /// for `dbs` named databases.
 fn open_new(env: &Env, work: &Path, dbs: u32) -> Result<Env> {
     let o = EnvOptions::new()
-        .page_size(env.page_size)
-        .max_size(u64::from(env.upper_pgno) * u64::from(env.page_size))
-        .growth_step(u64::from(env.growth_pgno) * u64::from(env.page_size))
+        .page_size(env.shared.page_size)
+        .max_size(u64::from(env.shared.upper_pgno) * u64::from(env.shared.page_size))
+        .growth_step(u64::from(env.shared.growth_pgno) * u64::from(env.shared.page_size))
         .durability(crate::Durability::SafeNoSync)
         .max_dbs(dbs);
     // SAFETY: `work` is a directory this copy just made for itself; nothing

@@ -356,7 +356,7 @@ impl Registry {
     /// Errors: [`Error::MergeOperatorMismatch`] if another operator is
     /// attached; [`Error::InvalidArgument`] for a name of 0 or over 255 bytes.
     pub(crate) fn attach(&self, db: Database, op: &Arc<dyn MergeOperator>) -> Result<()> {
-        crate::merge::check_name(op.name())?;
+        check_operator_name(op.name())?;
         let slot = self
             .operators
             .get(db.dbi as usize)
@@ -497,6 +497,18 @@ pub(crate) fn check_name(name: &str, max: usize) -> Result<()> {
     if name.is_empty() || name.len() > max {
         return Err(Error::InvalidArgument(format!(
             "database name must be 1..={max} bytes, got {}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks an operator's name before it is recorded.
+pub(crate) fn check_operator_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > crate::merge::MAX_MERGE_NAME {
+        return Err(Error::InvalidArgument(format!(
+            "merge operator name must be 1..={} bytes, got {}",
+            crate::merge::MAX_MERGE_NAME,
             name.len()
         )));
     }

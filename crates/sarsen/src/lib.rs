@@ -49,23 +49,27 @@ mod env;
 mod error;
 mod io;
 pub mod merge;
+mod options;
 mod order;
 mod page;
 mod readers;
 mod recovery;
+mod shared;
 mod store;
 mod txn;
+mod writer;
 
 pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};
 pub use copy::CopyInfo;
-pub use cursor::{Cursor, Entry, Iter, RwCursor};
+pub use cursor::{Cursor, Entry, Iter};
 pub use db::{Database, DbOptions, DupMode, Stat};
-pub use env::{Durability, Env, EnvInfo, EnvOptions, Geometry};
+pub use env::{Env, EnvInfo};
 pub use error::{Error, Recovery, Result};
 pub use merge::{MergeError, MergeOperator};
+pub use options::{Durability, EnvOptions, Geometry};
 pub use order::{Comparator, KeyOrder, MAX_COMPARATOR_NAME};
 pub use readers::{ReaderInfo, SlowReader, SlowReaderAction, SlowReaderHandler};
-pub use txn::{Canary, InactiveRoTxn, NestedTxn, RoTxn, RwTxn, TxnInfo};
+pub use txn::{Canary, InactiveRoTxn, NestedTxn, RoTxn, RwCursor, RwTxn, TxnInfo};
 
 /// Test-only storage seam (cargo feature `fault-injection`): fail writes
 /// and syncs of the data file, record them, and build power-loss images.

@@ -385,17 +385,6 @@ impl MergeOperator for PutIfAbsent {
     }
 }
 
-/// Checks an operator's name before it is recorded.
-pub(crate) fn check_name(name: &str) -> crate::Result<()> {
-    if name.is_empty() || name.len() > MAX_MERGE_NAME {
-        return Err(crate::Error::InvalidArgument(format!(
-            "merge operator name must be 1..={MAX_MERGE_NAME} bytes, got {}",
-            name.len()
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,6 +428,6 @@ mod tests {
         assert_eq!(run(&d, None, &[b"a"]), b"a");
         assert_eq!(run(&d, None, &[b"a", b"b"]), b"a--b");
         assert_eq!(run(&d, Some(b""), &[b"b"]), b"--b");
-        assert!(check_name(Append::with_delimiter(&[0; 125]).name()).is_err());
+        assert!(crate::db::check_operator_name(Append::with_delimiter(&[0; 125]).name()).is_err());
     }
 }

@@ -5,10 +5,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::error::Result;
-use crate::txn::writer::TxnState;
-use crate::Env;
-
 /// One slot of the reader table (LMDB's `mdb_reader_list` line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -75,42 +71,5 @@ impl fmt::Debug for SlowReaders {
         f.debug_struct("SlowReaders")
             .field("lag", &self.lag)
             .finish()
-    }
-}
-
-/// At the start of a write transaction whose newest commit is `last`:
-/// reports the oldest reader to the handler if it lags by the threshold or
-/// more (once per snapshot), and returns the oldest reader's txnid after
-/// the handler's decision.
-pub(crate) fn oldest_after_handler(env: &Env, w: &mut TxnState, last: u64) -> Result<Option<u64>> {
-    let oldest = env.lock.oldest_reader(env.token)?;
-    let (Some(sr), Some(t)) = (&env.slow_readers, oldest) else {
-        return Ok(oldest);
-    };
-    let lag = last.saturating_sub(t);
-    if lag < sr.lag {
-        return Ok(oldest);
-    }
-    let Some((pid, thread, txnid)) = env.lock.oldest_slot() else {
-        return Ok(oldest);
-    };
-    if w.slow_reported == Some((pid, txnid)) {
-        return Ok(oldest);
-    }
-    w.slow_reported = Some((pid, txnid));
-    let pinned_pages = crate::txn::gc::pages_after(&w.store, txnid)?;
-    let r = SlowReader {
-        pid,
-        thread,
-        txnid,
-        lag,
-        pinned_pages,
-    };
-    match (sr.handler)(&r) {
-        SlowReaderAction::Keep => Ok(oldest),
-        SlowReaderAction::Retry => {
-            env.lock.reclaim_dead(env.token)?;
-            env.lock.oldest_reader(env.token)
-        }
     }
 }

@@ -24,12 +24,12 @@
 //! published as durable: a meta that a dead process wrote but never synced
 //! is counted durable only once it is.
 
-use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::io::lock::{PrevLife, Published, WriterShared};
 use crate::io::DataFile;
 use crate::page::meta::{self, Meta, MetaError, META_LEN};
 use crate::page::{DbRecord, LeafValue, Page, Pgno, MAX_PAGE, META_PAGES, MIN_PAGE};
+use crate::shared::Shared;
 use crate::store::MapSource;
 
 /// A meta page found at open, with its slot.
@@ -62,7 +62,7 @@ fn known_published(m: &Meta, prev: Option<&PrevLife>) -> bool {
     }
 }
 
-impl Env {
+impl Shared {
     /// Picks the meta to trust, makes the file durable up to it, publishes
     /// it with its durable state, and overwrites rejected newer metas so
     /// they can never win later. Runs in the first opener (alone) and in
@@ -175,7 +175,7 @@ impl Env {
 
     /// The published snapshot and writer words as a holder of the writer
     /// lock builds on them: repaired first if a writer died publishing
-    /// them, then checked against the meta pages ([`Env::validate_published`]).
+    /// them, then checked against the meta pages ([`Env::validate_published`](crate::Env::validate_published)).
     /// Every writer-lock holder that writes metas starts here
     /// (`RwTxn::begin`, `Env::sync`).
     pub(crate) fn writer_view(&self) -> Result<(Published, WriterShared)> {

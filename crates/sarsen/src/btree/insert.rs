@@ -97,7 +97,7 @@ impl<S: PageStore> Tree<'_, S> {
     /// separator (see `delete.rs`).
     pub(crate) fn sorts_last(&self, key: &[u8]) -> Result<bool> {
         let src = crate::store::AnySource::Write(self.store.view());
-        let mut c = crate::cursor::RawCursor::new(src, *self.rec, self.ord);
+        let mut c = super::walk::RawCursor::new(src, *self.rec, self.ord);
         Ok(c.last()?.is_none_or(|(last, _)| self.ord.lt(last, key)))
     }
 

@@ -7,9 +7,6 @@
 //! moves across the values of a DUPSORT database are in [`dup`].
 
 mod dup;
-mod write;
-
-pub use write::RwCursor;
 
 use std::ops::{Bound, RangeBounds};
 
@@ -75,7 +72,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the move reads is damaged; the
     /// cursor's position is then unspecified.
     pub fn first(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.first()?;
@@ -86,7 +83,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the move reads is damaged; the
     /// cursor's position is then unspecified.
     pub fn last(&mut self) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.last()?;
@@ -97,7 +94,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the move reads is damaged; the
     /// cursor's position is then unspecified.
     #[allow(clippy::should_implement_trait)]
     #[inline]
@@ -112,7 +109,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the move reads is damaged; the
     /// cursor's position is then unspecified.
     #[inline]
     pub fn prev(&mut self) -> Result<Option<Entry<'txn>>> {
@@ -126,7 +123,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if the page under the cursor, or the overflow
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if the page under the cursor, or the overflow
     /// run of its value, is damaged.
     pub fn current(&self) -> Result<Option<Entry<'txn>>> {
         if self.dups.is_none() {
@@ -140,7 +137,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the move reads is damaged; the
     /// cursor's position is then unspecified.
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'txn>>> {
         let e = self.raw.seek(key)?;
@@ -158,7 +155,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the look-ahead reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the look-ahead reads is damaged; the
     /// cursor itself does not move.
     pub fn is_first(&self) -> Result<bool> {
         if !self.is_positioned() {
@@ -172,7 +169,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the look-ahead reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the look-ahead reads is damaged; the
     /// cursor itself does not move.
     pub fn is_last(&self) -> Result<bool> {
         if !self.is_positioned() {
@@ -210,7 +207,7 @@ impl<'txn> Cursor<'txn> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a page the move reads is damaged; the
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a page the move reads is damaged; the
     /// cursor's position is then unspecified.
     pub fn seek_exact(&mut self, key: &[u8]) -> Result<Option<&'txn [u8]>> {
         Ok(match self.seek(key)? {

@@ -44,15 +44,15 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::slots::SLOT;
 use crate::error::{Error, Result};
+use crate::page::record::RECORD_WORDS;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SARSNLCK");
 const VERSION: u32 = 2;
 /// Size of the header before the reader slots, bytes.
 pub(crate) const HEADER: usize = 320;
-/// Words of a tree record.
-pub(crate) const RECORD_WORDS: usize = 8;
+/// Size of one reader slot, bytes.
+pub(crate) const SLOT: usize = 64;
 /// Header word: the agreed upper bound, pages.
 const UPPER: usize = 256;
 /// Header word: flags ([`FLAG_SYNC_FAILED`]).

@@ -5,9 +5,9 @@ use std::os::unix::io::AsRawFd;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::buf::MapPage;
+use super::file::DataFile;
 use crate::error::{Error, Result};
-use crate::io::buf::MapPage;
-use crate::io::DataFile;
 
 /// A `MAP_SHARED` mapping of the data file, reserved once over the upper
 /// bound of the geometry (`len` bytes). Read-only by default; writable in

@@ -31,11 +31,9 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::PoisonError;
 
-use super::lock::{ofd_held, ofd_lock, LockFile, HEADER};
+use super::lock::{ofd_held, ofd_lock, LockFile, HEADER, SLOT};
 use crate::error::Result;
 
-/// Size of one reader slot, bytes.
-pub(crate) const SLOT: usize = 64;
 /// Liveness byte of slot 0; slot `i` locks this plus `i`.
 const SLOT_LOCK_BASE: i64 = 1 << 33;
 

@@ -108,7 +108,7 @@ impl Meta {
     pub(crate) fn holds(
         b: &[u8],
         txnid: u64,
-        state: Option<(u64, [&[u64; crate::io::lock::RECORD_WORDS]; 3])>,
+        state: Option<(u64, [&[u64; super::record::RECORD_WORDS]; 3])>,
     ) -> bool {
         if b.len() < META_LEN
             || rd64(b, 0) != MAGIC

@@ -30,7 +30,6 @@
 //! name, which no named database can have.
 
 use super::{rd16, rd32, rd64, wr16, wr32, wr64, Pgno};
-use crate::io::lock::RECORD_WORDS;
 
 /// Record flag: a multimap (LMDB's `MDB_DUPSORT`).
 pub(crate) const DUPSORT: u16 = 0x0010;
@@ -43,6 +42,8 @@ pub(crate) const DUP_MASK: u16 = 0x01f0;
 
 /// Encoded size of a record, bytes.
 pub(crate) const RECORD_LEN: usize = 64;
+/// A tree record as 64-bit words (as the lock file publishes it).
+pub(crate) const RECORD_WORDS: usize = RECORD_LEN / 8;
 
 /// A B+tree's root and statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

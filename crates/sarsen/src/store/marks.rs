@@ -14,25 +14,10 @@ use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
 
-use super::pager::Pager;
+use super::pager::{Mark, Pager};
 use crate::error::Result;
 use crate::io::buf::PageBuf;
 use crate::page::Pgno;
-
-/// The pager's state when a nested transaction began, and the original
-/// bytes of the pages it has changed since.
-pub(crate) struct Mark {
-    next_pgno: Pgno,
-    /// Length of `freed` (only appended to between commits).
-    freed: usize,
-    reclaimed: Vec<Pgno>,
-    /// Number of pages claimed.
-    claims: usize,
-    /// Pages this nested transaction has changed: `Some(bytes)` for a page
-    /// (or overflow run) that was dirty when it began, with those bytes;
-    /// `None` for a page it allocated.
-    pub(crate) pages: FxHashMap<Pgno, Option<Box<[u8]>>>,
-}
 
 impl Pager {
     /// Begins a nested transaction: pushes a mark.

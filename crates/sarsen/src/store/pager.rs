@@ -25,7 +25,6 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::claims::Claims;
-use super::marks::Mark;
 use super::Source;
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
@@ -66,6 +65,21 @@ pub(crate) struct Pager {
     /// The page part of the checkpoints of the nested transactions under
     /// way, innermost last. Empty outside nested transactions.
     pub marks: Vec<Mark>,
+}
+
+/// The pager's state when a nested transaction began, and the original
+/// bytes of the pages it has changed since (`marks.rs`).
+pub(crate) struct Mark {
+    pub(super) next_pgno: Pgno,
+    /// Length of `freed` (only appended to between commits).
+    pub(super) freed: usize,
+    pub(super) reclaimed: Vec<Pgno>,
+    /// Number of pages claimed.
+    pub(super) claims: usize,
+    /// Pages this nested transaction has changed: `Some(bytes)` for a page
+    /// (or overflow run) that was dirty when it began, with those bytes;
+    /// `None` for a page it allocated.
+    pub(crate) pages: FxHashMap<Pgno, Option<Box<[u8]>>>,
 }
 
 impl Pager {

@@ -3,16 +3,16 @@
 //! operator) against a handle's, and opening and creating databases in a
 //! write transaction.
 
-use super::writer::NamedDb;
 use super::{dup, RwTxn};
 use crate::btree;
 use crate::db::{check_name, Database, DbOptions};
-use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::merge::MergeOperator;
 use crate::order::{self, KeyOrder, Order, ORDER_MASK};
 use crate::page::{CatalogEntry, DbRecord, MAX_VALUE};
+use crate::shared::Shared;
 use crate::store::AnySource;
+use crate::writer::NamedDb;
 
 /// The value of `key` in the tree `rec`: in a DUPSORT tree, its first.
 #[inline]
@@ -106,7 +106,7 @@ pub(super) fn check_operator(
 /// comparator attached to the handle, which must have the name
 /// `recorded` gives.
 pub(super) fn resolve_order<'e, 'r>(
-    env: &'e Env,
+    env: &'e Shared,
     db: Database,
     rec: &DbRecord,
     recorded: impl FnOnce() -> Result<Option<&'r str>>,
@@ -158,7 +158,7 @@ pub(super) fn describe_dups(f: u16, comparator: Option<&str>) -> String {
 }
 
 /// The public form of `db`'s order `ord`.
-pub(super) fn key_order_of(env: &Env, db: Database, ord: Order<'_>) -> KeyOrder {
+pub(super) fn key_order_of(env: &Shared, db: Database, ord: Order<'_>) -> KeyOrder {
     match ord {
         Order::Bytewise => KeyOrder::Bytewise,
         Order::Reverse => KeyOrder::ReverseBytewise,
@@ -174,7 +174,7 @@ pub(super) fn key_order_of(env: &Env, db: Database, ord: Order<'_>) -> KeyOrder 
 
 /// `BadKeySize` for a key that an integer order does not take.
 /// `KeyTooLarge` or `ValueTooLarge` for a pair over `env`'s limits.
-pub(super) fn check_sizes(env: &Env, key: &[u8], value: &[u8]) -> Result<()> {
+pub(super) fn check_sizes(env: &Shared, key: &[u8], value: &[u8]) -> Result<()> {
     let max = env.layout.max_key;
     if key.len() > max {
         return Err(Error::KeyTooLarge {
@@ -223,7 +223,7 @@ impl<'env> RwTxn<'env> {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a name of 0 or more than
-    /// [`Env::max_key_size`] bytes; [`Error::DbsFull`] if the name is new
+    /// [`Env::max_key_size`](crate::Env::max_key_size) bytes; [`Error::DbsFull`] if the name is new
     /// to this `Env` and it has handed out
     /// [`EnvOptions::max_dbs`](crate::EnvOptions::max_dbs) handles;
     /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if the
@@ -252,7 +252,7 @@ impl<'env> RwTxn<'env> {
     /// # Errors
     ///
     /// [`Error::InvalidArgument`] for a name of 0 or more than
-    /// [`Env::max_key_size`] bytes; [`Error::DbsFull`] if the name is new
+    /// [`Env::max_key_size`](crate::Env::max_key_size) bytes; [`Error::DbsFull`] if the name is new
     /// to this `Env` and it has handed out
     /// [`EnvOptions::max_dbs`](crate::EnvOptions::max_dbs) handles;
     /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if an
@@ -475,7 +475,7 @@ impl<'env> RwTxn<'env> {
     }
 
     pub(super) fn record_operator(&mut self, db: Database, op_name: &str) -> Result<()> {
-        crate::merge::check_name(op_name)?;
+        crate::db::check_operator_name(op_name)?;
         let main = db.dbi == 0;
         let n = self.named(db)?;
         if !n.exists && !main {

@@ -15,19 +15,19 @@
 //! of T and falls back to T-1, whose pages T never overwrote.
 
 use crate::btree::seal;
-use crate::env::{Durability, Env};
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
 use crate::io::lock::Published;
+use crate::options::Durability;
 use crate::page::meta::{self, Meta, META_LEN};
 use crate::page::Pgno;
-use crate::txn::gc;
-use crate::txn::writer::TxnState;
+use crate::shared::Shared;
+use crate::writer::{gc, TxnState};
 
 /// Writes each changed database's catalog entry: its record (sealed) and
 /// settings; for the main database (index 0), its settings under the empty
 /// name, with a zero record.
-fn write_catalog(env: &Env, w: &mut TxnState, entry: &mut Vec<u8>) -> Result<()> {
+fn write_catalog(env: &Shared, w: &mut TxnState, entry: &mut Vec<u8>) -> Result<()> {
     for dbi in 0..w.dbs.len() {
         let Some(mut nd) = w.dbs[dbi].clone() else {
             continue;
@@ -61,7 +61,7 @@ fn write_catalog(env: &Env, w: &mut TxnState, entry: &mut Vec<u8>) -> Result<()>
 }
 
 /// Commits the writer's transaction.
-pub(crate) fn commit(env: &Env, w: &mut TxnState) -> Result<()> {
+pub(crate) fn commit(env: &Shared, w: &mut TxnState) -> Result<()> {
     let dbs_dirty = w.dbs.iter().flatten().any(|n| n.dirty);
     if w.pager().dirty.is_empty() && w.pager().freed.is_empty() && !dbs_dirty && !w.main_changed {
         return Ok(());
@@ -83,7 +83,7 @@ pub(crate) fn commit(env: &Env, w: &mut TxnState) -> Result<()> {
 }
 
 /// Grows the file to hold `next_pgno` pages, in whole growth steps.
-fn grow(env: &Env, next_pgno: Pgno) -> Result<()> {
+fn grow(env: &Shared, next_pgno: Pgno) -> Result<()> {
     let ps = u64::from(env.page_size);
     env.map.grow(
         u64::from(next_pgno) * ps,
@@ -94,7 +94,7 @@ fn grow(env: &Env, next_pgno: Pgno) -> Result<()> {
 
 /// Writes the dirty pages in page-number order, one `pwritev` per run of
 /// consecutive pages.
-fn write_pages(env: &Env, w: &TxnState) -> Result<()> {
+fn write_pages(env: &Shared, w: &TxnState) -> Result<()> {
     let ps = env.page_size as usize;
     let dirty = &w.pager().dirty;
     let mut pgnos: Vec<Pgno> = dirty
@@ -140,7 +140,7 @@ fn next_slot(current: u8, steady: u8) -> u8 {
 }
 
 /// Builds the meta of the writer's state.
-fn build_meta(env: &Env, w: &TxnState, txnid: u64, flags: u32) -> Meta {
+fn build_meta(env: &Shared, w: &TxnState, txnid: u64, flags: u32) -> Meta {
     Meta {
         page_size: env.page_size,
         txnid,
@@ -161,7 +161,7 @@ fn build_meta(env: &Env, w: &TxnState, txnid: u64, flags: u32) -> Meta {
 /// Writes the meta page into `slot` (through the map in write-map mode,
 /// else with `pwrite`); on a failed write or sync, puts the slot's old bytes
 /// back so a later open cannot pick up a commit reported as failed.
-fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
+fn put_meta(env: &Shared, slot: u8, m: &Meta, sync: bool) -> Result<()> {
     let off = u64::from(slot) * u64::from(env.page_size);
     let mut old = [0u8; META_LEN];
     if let Some(b) = env.map.slice(off as usize, META_LEN) {
@@ -185,7 +185,7 @@ fn put_meta(env: &Env, slot: u8, m: &Meta, sync: bool) -> Result<()> {
     r
 }
 
-fn write_meta(env: &Env, w: &mut TxnState) -> Result<()> {
+fn write_meta(env: &Shared, w: &mut TxnState) -> Result<()> {
     let mut ws = env.lock.writer_shared();
     let prev = env.published()?;
     let slot = next_slot(ws.meta_current, ws.meta_steady);
@@ -240,7 +240,7 @@ fn write_meta(env: &Env, w: &mut TxnState) -> Result<()> {
 /// `Env::sync`: makes the newest commit durable. Called with the writer
 /// lock held. Syncs the data, then writes a steady copy of the current
 /// meta (same txnid) into a free slot and syncs again.
-pub(crate) fn sync_steady(env: &Env) -> Result<()> {
+pub(crate) fn sync_steady(env: &Shared) -> Result<()> {
     let (p, ws) = env.writer_view()?;
     env.sync_data()?;
     if ws.durable_txnid >= p.txnid && ws.meta_current == ws.meta_steady {

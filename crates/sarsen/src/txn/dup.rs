@@ -13,7 +13,7 @@ use crate::page::node::LEAF_HDR;
 use crate::page::record::RECORD_LEN;
 use crate::page::{DbRecord, Layout};
 use crate::store::PageStore;
-use crate::txn::writer::WriteStore;
+use crate::writer::WriteStore;
 
 /// The duplicate mode of the tree `rec` (`None`: unique keys); `custom`
 /// is the user order of its values when its record says it has one

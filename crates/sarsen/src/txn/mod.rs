@@ -6,16 +6,17 @@
 mod canary;
 mod catalog;
 pub(crate) mod commit;
+mod cursor;
 mod dup;
-pub(crate) mod gc;
 mod info;
 mod modes;
 mod nested;
 mod read;
+mod slow;
 mod write;
-pub(crate) mod writer;
 
 pub use canary::Canary;
+pub use cursor::RwCursor;
 pub use info::TxnInfo;
 pub use nested::NestedTxn;
 pub use read::{InactiveRoTxn, RoTxn};

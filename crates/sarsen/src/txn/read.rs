@@ -12,10 +12,10 @@ use super::catalog::{
 use crate::btree;
 use crate::cursor::{Cursor, Iter};
 use crate::db::{check_name, Database, DbOptions, Stat};
-use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::order::{KeyOrder, Order, ORDER_MASK};
 use crate::page::DbRecord;
+use crate::shared::Shared;
 use crate::store::{AnySource, MapSource};
 
 thread_local! {
@@ -48,7 +48,7 @@ fn thread_tag() -> u64 {
 /// r.put(env.main_db(), b"k", b"v"); // no `put` on RoTxn
 /// ```
 pub struct RoTxn<'env> {
-    pub(super) env: &'env Env,
+    pub(super) env: &'env Shared,
     pub(super) slot: u32,
     pub(super) txnid: u64,
     pub(super) src: MapSource<'env>,
@@ -58,7 +58,7 @@ pub struct RoTxn<'env> {
 }
 
 impl<'env> RoTxn<'env> {
-    pub(crate) fn begin(env: &'env Env) -> Result<RoTxn<'env>> {
+    pub(crate) fn begin(env: &'env Shared) -> Result<RoTxn<'env>> {
         env.check_fork()?;
         let lock = &env.lock;
         let (uid, hint) = SLOT_HINT.with(Cell::get);
@@ -81,7 +81,7 @@ impl<'env> RoTxn<'env> {
 
     /// A snapshot of the newest commit, read through the busy slot `slot`.
     /// On error the slot is released.
-    pub(super) fn on_slot(env: &'env Env, slot: u32) -> Result<RoTxn<'env>> {
+    pub(super) fn on_slot(env: &'env Shared, slot: u32) -> Result<RoTxn<'env>> {
         let lock = &env.lock;
         // Publish the snapshot's txnid, then check it is still the newest:
         // a writer that starts after the check sees the slot (SeqCst on both
@@ -200,11 +200,11 @@ impl<'env> RoTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database does not exist in this
-    /// snapshot; [`Error::NoComparator`] or [`Error::DupModeMismatch`] if
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database does not exist in this
+    /// snapshot; [`Error::NoComparator`](crate::Error::NoComparator) or [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) if
     /// a user comparator sorts its values and none, or one of another
-    /// name, is attached to the handle; [`Error::InvalidArgument`] for a
-    /// handle this environment never handed out; [`Error::Corrupted`] if
+    /// name, is attached to the handle; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a
+    /// handle this environment never handed out; [`Error::Corrupted`](crate::Error::Corrupted) if
     /// the catalog is damaged.
     pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
         let rec = self.tree(db)?;
@@ -218,12 +218,12 @@ impl<'env> RoTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database `db` does not exist in
-    /// this snapshot (never created, or dropped); [`Error::NoComparator`]
-    /// or [`Error::KeyOrderMismatch`] if a user comparator orders its keys
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database `db` does not exist in
+    /// this snapshot (never created, or dropped); [`Error::NoComparator`](crate::Error::NoComparator)
+    /// or [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if a user comparator orders its keys
     /// and none, or one of another name, is attached to the handle;
-    /// [`Error::InvalidArgument`] for a handle this environment never
-    /// handed out; [`Error::Corrupted`] if a page read is damaged.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this environment never
+    /// handed out; [`Error::Corrupted`](crate::Error::Corrupted) if a page read is damaged.
     pub fn key_order(&self, db: Database) -> Result<KeyOrder> {
         Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
     }
@@ -235,14 +235,14 @@ impl<'env> RoTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database `db` does not exist in
-    /// this snapshot (never created, or dropped); [`Error::NoComparator`]
-    /// or [`Error::KeyOrderMismatch`] if a user comparator orders its keys
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database `db` does not exist in
+    /// this snapshot (never created, or dropped); [`Error::NoComparator`](crate::Error::NoComparator)
+    /// or [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if a user comparator orders its keys
     /// and none, or one of another name, is attached to the handle;
-    /// [`Error::InvalidArgument`] for a handle this environment never
-    /// handed out; [`Error::Corrupted`] if a page read is damaged.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this environment never
+    /// handed out; [`Error::Corrupted`](crate::Error::Corrupted) if a page read is damaged.
     /// In a DUPSORT database whose values a user comparator sorts, also
-    /// [`Error::NoComparator`] or [`Error::DupModeMismatch`] for that
+    /// [`Error::NoComparator`](crate::Error::NoComparator) or [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) for that
     /// comparator.
     #[inline]
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
@@ -315,13 +315,13 @@ impl<'env> RoTxn<'env> {
     }
 
     /// The database's sequence in this snapshot (see
-    /// [`RwTxn::next_sequence`]).
+    /// [`RwTxn::next_sequence`](crate::RwTxn::next_sequence)).
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database does not exist in this
-    /// snapshot; [`Error::InvalidArgument`] for a handle this environment
-    /// never handed out; [`Error::Corrupted`] if the catalog is damaged.
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database does not exist in this
+    /// snapshot; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this environment
+    /// never handed out; [`Error::Corrupted`](crate::Error::Corrupted) if the catalog is damaged.
     /// No comparator is needed.
     pub fn sequence(&self, db: Database) -> Result<u64> {
         Ok(self.tree(db)?.sequence)
@@ -366,12 +366,12 @@ impl<'env> RoTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database `db` does not exist in
-    /// this snapshot (never created, or dropped); [`Error::NoComparator`]
-    /// or [`Error::KeyOrderMismatch`] if a user comparator orders its keys
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database `db` does not exist in
+    /// this snapshot (never created, or dropped); [`Error::NoComparator`](crate::Error::NoComparator)
+    /// or [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if a user comparator orders its keys
     /// and none, or one of another name, is attached to the handle;
-    /// [`Error::InvalidArgument`] for a handle this environment never
-    /// handed out; [`Error::Corrupted`] if a page read is damaged.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this environment never
+    /// handed out; [`Error::Corrupted`](crate::Error::Corrupted) if a page read is damaged.
     pub fn estimate_range(
         &self,
         db: Database,
@@ -388,14 +388,14 @@ impl<'env> RoTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidArgument`] for a name of 0 or more than
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name of 0 or more than
     /// [`Env::max_key_size`](crate::Env::max_key_size) bytes;
-    /// [`Error::DbsFull`] if the name is new to this `Env` and it has
+    /// [`Error::DbsFull`](crate::Error::DbsFull) if the name is new to this `Env` and it has
     /// handed out [`EnvOptions::max_dbs`](crate::EnvOptions::max_dbs)
-    /// handles; [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if
+    /// handles; [`Error::NoComparator`](crate::Error::NoComparator) or [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if
     /// the database records a user comparator and none, or one of another
     /// name, is attached to the handle (give it with
-    /// [`open_db_with`](RoTxn::open_db_with)); [`Error::Corrupted`] if the
+    /// [`open_db_with`](RoTxn::open_db_with)); [`Error::Corrupted`](crate::Error::Corrupted) if the
     /// catalog is damaged.
     pub fn open_db(&self, name: Option<&str>) -> Result<Option<Database>> {
         let Some(name) = name else {
@@ -424,16 +424,16 @@ impl<'env> RoTxn<'env> {
     /// mode in `opts` ([`DbOptions::dup_sort`],
     /// [`DbOptions::dup_fixed`]) is neither checked nor attached here: a
     /// database whose values a user comparator sorts gets that comparator
-    /// from [`RwTxn::open_db_with`] or
-    /// [`RwTxn::create_db_with`].
+    /// from [`RwTxn::open_db_with`](crate::RwTxn::open_db_with) or
+    /// [`RwTxn::create_db_with`](crate::RwTxn::create_db_with).
     ///
     /// # Errors
     ///
-    /// [`Error::MergeOperatorMismatch`] if the catalog records, or the
+    /// [`Error::MergeOperatorMismatch`](crate::Error::MergeOperatorMismatch) if the catalog records, or the
     /// handle already has, an operator of another name;
-    /// [`Error::KeyOrderMismatch`] if the database records another key
+    /// [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if the database records another key
     /// order, or the handle already has a comparator of another name;
-    /// [`Error::InvalidArgument`] for an operator's or comparator's name of
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an operator's or comparator's name of
     /// 0 or over 255 bytes; those of [`open_db`](RoTxn::open_db). An
     /// operator or comparator attached before the error stays attached.
     pub fn open_db_with(&self, name: Option<&str>, opts: &DbOptions) -> Result<Option<Database>> {
@@ -473,7 +473,7 @@ impl<'env> RoTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a catalog page is damaged.
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a catalog page is damaged.
     pub fn list_dbs(&self) -> Result<Vec<String>> {
         list(AnySource::Map(self.src), self.catalog)
     }
@@ -557,11 +557,11 @@ impl Drop for RoTxn<'_> {
     }
 }
 
-/// A read transaction after [`RoTxn::reset`]: no snapshot, but its reader
+/// A read transaction after [`RoTxn::reset`](crate::RoTxn::reset): no snapshot, but its reader
 /// slot kept (LMDB's reset `MDB_txn`). [`renew`](InactiveRoTxn::renew)
 /// starts a snapshot of the newest commit on it; dropping it frees the slot.
 pub struct InactiveRoTxn<'env> {
-    pub(super) env: &'env Env,
+    pub(super) env: &'env Shared,
     pub(super) slot: u32,
 }
 
@@ -572,8 +572,8 @@ impl<'env> InactiveRoTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::Forked`] in a `fork()` child of the process that began
-    /// it; [`Error::Corrupted`] if the lock file's published snapshot
+    /// [`Error::Forked`](crate::Error::Forked) in a `fork()` child of the process that began
+    /// it; [`Error::Corrupted`](crate::Error::Corrupted) if the lock file's published snapshot
     /// stays half-written (see [`Env::read_txn`](crate::Env::read_txn)).
     /// On error the slot is released (idle, still this environment's).
     pub fn renew(self) -> Result<RoTxn<'env>> {

@@ -9,16 +9,16 @@ use super::catalog::{
     check_key, check_sizes, estimate, get_in, key_order_of, list, lookup, lookup_entry,
     resolve_order,
 };
-use super::writer::{NamedDb, TxnState, WriteStore};
 use super::{commit, dup};
 use crate::btree::{self, Tree};
 use crate::cursor::{Cursor, Iter};
 use crate::db::{Database, Stat};
-use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::order::{KeyOrder, Order};
 use crate::page::DbRecord;
+use crate::shared::Shared;
 use crate::store::AnySource;
+use crate::writer::{NamedDb, TxnState, WriteStore};
 
 /// The write transaction (LMDB's `MDB_txn` without `MDB_RDONLY`). One at a
 /// time per environment, across processes. Changes are visible to this
@@ -27,8 +27,8 @@ use crate::store::AnySource;
 ///
 /// A failed operation either leaves the transaction usable, with its
 /// earlier writes, or breaks it, and the transaction then refuses writes
-/// and its commit with [`Error::BadTxn`] and can only be aborted (LMDB's
-/// `MDB_BAD_TXN` rule): which one is [`Error::leaves_txn_usable`] of the
+/// and its commit with [`Error::BadTxn`](crate::Error::BadTxn) and can only be aborted (LMDB's
+/// `MDB_BAD_TXN` rule): which one is [`Error::leaves_txn_usable`](crate::Error::leaves_txn_usable) of the
 /// error. Most calls that fail change nothing; the few that are several
 /// writes in one call say in their `# Errors` what a failure leaves done.
 ///
@@ -44,7 +44,7 @@ use crate::store::AnySource;
 /// drop(v);
 /// ```
 pub struct RwTxn<'env> {
-    pub(super) env: &'env Env,
+    pub(super) env: &'env Shared,
     pub(super) w: MutexGuard<'env, TxnState>,
     /// An operation failed after changing pages: the transaction can only abort.
     pub(super) broken: bool,
@@ -52,7 +52,7 @@ pub struct RwTxn<'env> {
 }
 
 impl<'env> RwTxn<'env> {
-    pub(crate) fn begin(env: &'env Env) -> Result<RwTxn<'env>> {
+    pub(crate) fn begin(env: &'env Shared) -> Result<RwTxn<'env>> {
         if env.read_only {
             return Err(Error::ReadOnly);
         }
@@ -90,9 +90,9 @@ impl<'env> RwTxn<'env> {
         w.catalog = DbRecord::from_words(&p.catalog);
         w.main = DbRecord::from_words(&p.main);
         // After the trees are set: the slow-reader handler reads the GC.
-        let oldest = crate::readers::oldest_after_handler(env, w, last)?;
+        let oldest = super::slow::oldest_after_handler(env, w, last)?;
         let mut bound = oldest.map_or(last, |o| o.min(last));
-        if env.durability != crate::Durability::NoSync {
+        if env.durability != crate::options::Durability::NoSync {
             // Keep the last durable commit intact until a newer one is.
             bound = bound.min(ws.durable_txnid);
         }
@@ -164,32 +164,32 @@ impl<'env> RwTxn<'env> {
         Ok((rec, self.order(db, &rec)?))
     }
 
-    /// The key order of `db` (see [`RoTxn::key_order`]).
+    /// The key order of `db` (see [`RoTxn::key_order`](crate::RoTxn::key_order)).
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database `db` does not exist in
     /// this transaction's view (never created, or dropped);
-    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// [`Error::NoComparator`](crate::Error::NoComparator) or [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if a user
     /// comparator orders its keys and none, or one of another name, is
-    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
-    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// attached to the handle; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this
+    /// environment never handed out; [`Error::Corrupted`](crate::Error::Corrupted) if a page read is
     /// damaged. Reads work in a broken transaction too (no
-    /// [`Error::BadTxn`]).
+    /// [`Error::BadTxn`](crate::Error::BadTxn)).
     pub fn key_order(&self, db: Database) -> Result<KeyOrder> {
         Ok(key_order_of(self.env, db, self.tree_ord(db)?.1))
     }
 
-    /// The duplicate mode of `db` (see [`RoTxn::dup_mode`]).
+    /// The duplicate mode of `db` (see [`RoTxn::dup_mode`](crate::RoTxn::dup_mode)).
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database does not exist in this
-    /// transaction's view; [`Error::NoComparator`] or
-    /// [`Error::DupModeMismatch`] if a user comparator sorts its values
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database does not exist in this
+    /// transaction's view; [`Error::NoComparator`](crate::Error::NoComparator) or
+    /// [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) if a user comparator sorts its values
     /// and none, or one of another name, is attached to the handle;
-    /// [`Error::InvalidArgument`] for a handle this environment never
-    /// handed out; [`Error::Corrupted`] if the catalog is damaged.
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this environment never
+    /// handed out; [`Error::Corrupted`](crate::Error::Corrupted) if the catalog is damaged.
     pub fn dup_mode(&self, db: Database) -> Result<Option<crate::DupMode>> {
         self.dup_order(db)?;
         let c = self.env.registry.dup_comparator(db);
@@ -293,16 +293,16 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database `db` does not exist in
     /// this transaction's view (never created, or dropped);
-    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// [`Error::NoComparator`](crate::Error::NoComparator) or [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if a user
     /// comparator orders its keys and none, or one of another name, is
-    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
-    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// attached to the handle; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this
+    /// environment never handed out; [`Error::Corrupted`](crate::Error::Corrupted) if a page read is
     /// damaged. Reads work in a broken transaction too (no
-    /// [`Error::BadTxn`]).
+    /// [`Error::BadTxn`](crate::Error::BadTxn)).
     /// In a DUPSORT database whose values a user comparator sorts, also
-    /// [`Error::NoComparator`] or [`Error::DupModeMismatch`] for that
+    /// [`Error::NoComparator`](crate::Error::NoComparator) or [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) for that
     /// comparator.
     pub fn get(&self, db: Database, key: &[u8]) -> Result<Option<&[u8]>> {
         let (rec, ord) = self.tree_ord(db)?;
@@ -319,12 +319,12 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database does not exist in this
-    /// transaction's view; [`Error::NoComparator`] or
-    /// [`Error::DupModeMismatch`] if a user comparator sorts a DUPSORT
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database does not exist in this
+    /// transaction's view; [`Error::NoComparator`](crate::Error::NoComparator) or
+    /// [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) if a user comparator sorts a DUPSORT
     /// database's values and none, or one of another name, is attached;
-    /// [`Error::InvalidArgument`] for a handle this environment never
-    /// handed out; [`Error::Corrupted`] if the catalog is damaged. A
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this environment never
+    /// handed out; [`Error::Corrupted`](crate::Error::Corrupted) if the catalog is damaged. A
     /// missing key comparator shows at the cursor's first move.
     pub fn cursor_mut(&mut self, db: Database) -> Result<crate::RwCursor<'_, 'env>> {
         crate::RwCursor::new(self, db)
@@ -350,7 +350,7 @@ impl<'env> RwTxn<'env> {
         self.range(db, ..)
     }
 
-    /// The entries of `db` in `range`, in key order (see [`RoTxn::range`]).
+    /// The entries of `db` in `range`, in key order (see [`RoTxn::range`](crate::RoTxn::range)).
     ///
     /// # Errors
     ///
@@ -366,26 +366,26 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database does not exist in this
-    /// transaction's view; [`Error::InvalidArgument`] for a handle this
-    /// environment never handed out; [`Error::Corrupted`] if the catalog is
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database does not exist in this
+    /// transaction's view; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this
+    /// environment never handed out; [`Error::Corrupted`](crate::Error::Corrupted) if the catalog is
     /// damaged. No comparator is needed.
     pub fn stat(&self, db: Database) -> Result<Stat> {
         Ok(Stat::from_record(&self.tree(db)?, self.env.page_size))
     }
 
-    /// [`RoTxn::estimate_range`] on this transaction's view.
+    /// [`RoTxn::estimate_range`](crate::RoTxn::estimate_range) on this transaction's view.
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] if the named database `db` does not exist in
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) if the named database `db` does not exist in
     /// this transaction's view (never created, or dropped);
-    /// [`Error::NoComparator`] or [`Error::KeyOrderMismatch`] if a user
+    /// [`Error::NoComparator`](crate::Error::NoComparator) or [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if a user
     /// comparator orders its keys and none, or one of another name, is
-    /// attached to the handle; [`Error::InvalidArgument`] for a handle this
-    /// environment never handed out; [`Error::Corrupted`] if a page read is
+    /// attached to the handle; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this
+    /// environment never handed out; [`Error::Corrupted`](crate::Error::Corrupted) if a page read is
     /// damaged. Reads work in a broken transaction too (no
-    /// [`Error::BadTxn`]).
+    /// [`Error::BadTxn`](crate::Error::BadTxn)).
     pub fn estimate_range(
         &self,
         db: Database,
@@ -401,7 +401,7 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::Corrupted`] if a catalog page is damaged.
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if a catalog page is damaged.
     pub fn list_dbs(&self) -> Result<Vec<String>> {
         list(self.src(), self.w.catalog)
     }
@@ -416,28 +416,28 @@ impl<'env> RwTxn<'env> {
     /// writes nothing.
     ///
     /// Merge is defined on databases with one value per key: on a DUPSORT
-    /// database it is [`Error::WrongDupMode`] (a merge there could mean a
+    /// database it is [`Error::WrongDupMode`](crate::Error::WrongDupMode) (a merge there could mean a
     /// new value or a change of one, and neither is what RocksDB's merge
     /// means).
     ///
     /// # Errors
     ///
     /// Each of these leaves the transaction as it was:
-    /// [`Error::NoMergeOperator`] if none is attached to the handle;
-    /// [`Error::MergeOperatorMismatch`] if another process recorded another
-    /// operator for the database since it was opened; [`Error::Merge`] if
-    /// the operator refuses; [`Error::WrongDupMode`] on a DUPSORT database;
-    /// [`Error::KeyTooLarge`]; [`Error::BadKeySize`] for a key of the wrong
-    /// length for an integer order; [`Error::ValueTooLarge`] for a result
-    /// over [`Env::max_value_size`]; [`Error::UpperBoundReached`];
-    /// [`Error::DbNotFound`]; [`Error::NoComparator`] or
-    /// [`Error::KeyOrderMismatch`] for a user comparator not attached. And:
-    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
-    /// [`Error::Corrupted`] for a damaged page on the path, and in
-    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// [`Error::NoMergeOperator`](crate::Error::NoMergeOperator) if none is attached to the handle;
+    /// [`Error::MergeOperatorMismatch`](crate::Error::MergeOperatorMismatch) if another process recorded another
+    /// operator for the database since it was opened; [`Error::Merge`](crate::Error::Merge) if
+    /// the operator refuses; [`Error::WrongDupMode`](crate::Error::WrongDupMode) on a DUPSORT database;
+    /// [`Error::KeyTooLarge`](crate::Error::KeyTooLarge); [`Error::BadKeySize`](crate::Error::BadKeySize) for a key of the wrong
+    /// length for an integer order; [`Error::ValueTooLarge`](crate::Error::ValueTooLarge) for a result
+    /// over [`Env::max_value_size`](crate::Env::max_value_size); [`Error::UpperBoundReached`](crate::Error::UpperBoundReached);
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound); [`Error::NoComparator`](crate::Error::NoComparator) or
+    /// [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) for a user comparator not attached. And:
+    /// [`Error::BadTxn`](crate::Error::BadTxn) once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`](crate::Error::Corrupted) for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`](crate::Error::DiskFull) or [`Error::Io`](crate::Error::Io) when the file
     /// grows: these three break the transaction (its later writes and its
     /// commit give `BadTxn`). Every other error leaves the transaction as
-    /// it was ([`Error::leaves_txn_usable`]).
+    /// it was ([`Error::leaves_txn_usable`](crate::Error::leaves_txn_usable)).
     ///
     /// ```
     /// use sarsen::{merge::Uint64Add, DbOptions};
@@ -466,7 +466,7 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// As [`merge`](RwTxn::merge), and [`Error::InvalidArgument`] for an
+    /// As [`merge`](RwTxn::merge), and [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an
     /// empty `operands` (the transaction stays as it was).
     pub fn merge_many(&mut self, db: Database, key: &[u8], operands: &[&[u8]]) -> Result<()> {
         if self.broken {
@@ -535,23 +535,23 @@ impl<'env> RwTxn<'env> {
     /// # Errors
     ///
     /// Each of these leaves the transaction as it was:
-    /// [`Error::KeyTooLarge`] (over [`Env::max_key_size`]; in a DUPSORT
-    /// database over 52 bytes less); [`Error::ValueTooLarge`] (over
-    /// [`Env::max_value_size`]; in a DUPSORT database over what fits with
+    /// [`Error::KeyTooLarge`](crate::Error::KeyTooLarge) (over [`Env::max_key_size`](crate::Env::max_key_size); in a DUPSORT
+    /// database over 52 bytes less); [`Error::ValueTooLarge`](crate::Error::ValueTooLarge) (over
+    /// [`Env::max_value_size`](crate::Env::max_value_size); in a DUPSORT database over what fits with
     /// the key in one leaf node, at most `max_key_size`);
-    /// [`Error::BadKeySize`] (a database of integer keys);
-    /// [`Error::BadValueSize`] (a `DUPFIXED` database or integer
-    /// duplicates); [`Error::UpperBoundReached`]; [`Error::DbNotFound`];
-    /// [`Error::NoComparator`], [`Error::KeyOrderMismatch`] or
-    /// [`Error::DupModeMismatch`] for a user comparator not attached;
-    /// [`Error::InvalidArgument`] for a handle this environment never
+    /// [`Error::BadKeySize`](crate::Error::BadKeySize) (a database of integer keys);
+    /// [`Error::BadValueSize`](crate::Error::BadValueSize) (a `DUPFIXED` database or integer
+    /// duplicates); [`Error::UpperBoundReached`](crate::Error::UpperBoundReached); [`Error::DbNotFound`](crate::Error::DbNotFound);
+    /// [`Error::NoComparator`](crate::Error::NoComparator), [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) or
+    /// [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) for a user comparator not attached;
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a handle this environment never
     /// handed out. And:
-    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
-    /// [`Error::Corrupted`] for a damaged page on the path, and in
-    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// [`Error::BadTxn`](crate::Error::BadTxn) once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`](crate::Error::Corrupted) for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`](crate::Error::DiskFull) or [`Error::Io`](crate::Error::Io) when the file
     /// grows: these three break the transaction (its later writes and its
     /// commit give `BadTxn`). Every other error leaves the transaction as
-    /// it was ([`Error::leaves_txn_usable`]).
+    /// it was ([`Error::leaves_txn_usable`](crate::Error::leaves_txn_usable)).
     pub fn put(&mut self, db: Database, key: &[u8], value: &[u8]) -> Result<()> {
         check_sizes(self.env, key, value)?;
         self.change(db, |t, dc| {
@@ -572,18 +572,18 @@ impl<'env> RwTxn<'env> {
     /// # Errors
     ///
     /// Each of these leaves the transaction as it was:
-    /// [`Error::DbNotFound`]; [`Error::NoComparator`],
-    /// [`Error::KeyOrderMismatch`] or [`Error::DupModeMismatch`] for a
-    /// user comparator not attached; [`Error::InvalidArgument`] for a
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound); [`Error::NoComparator`](crate::Error::NoComparator),
+    /// [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) or [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) for a
+    /// user comparator not attached; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a
     /// handle this environment never handed out;
-    /// [`Error::UpperBoundReached`] (a delete writes new copies of the
+    /// [`Error::UpperBoundReached`](crate::Error::UpperBoundReached) (a delete writes new copies of the
     /// pages on its path, and reserves them first). And:
-    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
-    /// [`Error::Corrupted`] for a damaged page on the path, and in
-    /// write-map mode [`Error::DiskFull`] or [`Error::Io`] when the file
+    /// [`Error::BadTxn`](crate::Error::BadTxn) once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`](crate::Error::Corrupted) for a damaged page on the path, and in
+    /// write-map mode [`Error::DiskFull`](crate::Error::DiskFull) or [`Error::Io`](crate::Error::Io) when the file
     /// grows: these three break the transaction (its later writes and its
     /// commit give `BadTxn`). Every other error leaves the transaction as
-    /// it was ([`Error::leaves_txn_usable`]).
+    /// it was ([`Error::leaves_txn_usable`](crate::Error::leaves_txn_usable)).
     pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         if key.len() > self.env.layout.max_key {
             // No key that long is stored, but the errors of any other
@@ -611,10 +611,10 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::DbNotFound`] and [`Error::InvalidArgument`] (an unknown
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) and [`Error::InvalidArgument`](crate::Error::InvalidArgument) (an unknown
     /// handle) leave the transaction as it was; no comparator is needed.
-    /// [`Error::BadTxn`] once an earlier failure broke the transaction;
-    /// [`Error::Corrupted`] for a damaged page of the tree, which breaks
+    /// [`Error::BadTxn`](crate::Error::BadTxn) once an earlier failure broke the transaction;
+    /// [`Error::Corrupted`](crate::Error::Corrupted) for a damaged page of the tree, which breaks
     /// it.
     pub fn clear_db(&mut self, db: Database) -> Result<()> {
         self.change(db, |t, _| t.free_tree())
@@ -622,18 +622,18 @@ impl<'env> RwTxn<'env> {
 
     /// Deletes the named database `db` and its entries (LMDB's
     /// `mdb_drop(.., 1)`); later use of the handle gives
-    /// [`Error::DbNotFound`] until it is created again. On the main
+    /// [`Error::DbNotFound`](crate::Error::DbNotFound) until it is created again. On the main
     /// database this is [`clear_db`](RwTxn::clear_db).
     ///
     /// # Errors
     ///
     /// Those of [`clear_db`](RwTxn::clear_db), which runs first; then
     /// removing the name from the catalog can give
-    /// [`Error::UpperBoundReached`], [`Error::Corrupted`], or in write-map
-    /// mode [`Error::DiskFull`] or [`Error::Io`]. The database is emptied
+    /// [`Error::UpperBoundReached`](crate::Error::UpperBoundReached), [`Error::Corrupted`](crate::Error::Corrupted), or in write-map
+    /// mode [`Error::DiskFull`](crate::Error::DiskFull) or [`Error::Io`](crate::Error::Io). The database is emptied
     /// by then, so any error of this second step breaks the transaction,
     /// `UpperBoundReached` included (the one exception to
-    /// [`Error::leaves_txn_usable`]): abort it.
+    /// [`Error::leaves_txn_usable`](crate::Error::leaves_txn_usable)): abort it.
     pub fn drop_db(&mut self, db: Database) -> Result<()> {
         self.clear_db(db)?;
         let Some(name) = self.env.registry.name(db)? else {
@@ -663,13 +663,13 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// [`Error::BadTxn`] if an earlier operation broke the transaction;
-    /// [`Error::UpperBoundReached`] if the catalog entries or the list of
-    /// freed pages need pages past the upper bound; [`Error::DiskFull`] or
-    /// [`Error::Io`] from growing, writing or syncing the file (after a
+    /// [`Error::BadTxn`](crate::Error::BadTxn) if an earlier operation broke the transaction;
+    /// [`Error::UpperBoundReached`](crate::Error::UpperBoundReached) if the catalog entries or the list of
+    /// freed pages need pages past the upper bound; [`Error::DiskFull`](crate::Error::DiskFull) or
+    /// [`Error::Io`](crate::Error::Io) from growing, writing or syncing the file (after a
     /// failed `fdatasync` every later write of the environment gives
-    /// [`Error::SyncFailed`] until it is opened again); [`Error::Corrupted`]
-    /// if a page the commit updates is damaged; [`Error::Forked`] in a
+    /// [`Error::SyncFailed`](crate::Error::SyncFailed) until it is opened again); [`Error::Corrupted`](crate::Error::Corrupted)
+    /// if a page the commit updates is damaged; [`Error::Forked`](crate::Error::Forked) in a
     /// process forked after the transaction began (it is the parent's; the
     /// child drops it without touching the writer lock). Whatever the
     /// error, the transaction has ended: nothing of it is visible or

@@ -11,12 +11,12 @@
 //! frees and allocates GC pages; [`save`] repeats until the record it wrote
 //! matches the free lists exactly.
 
+use super::WriteStore;
 use crate::btree::walk::RawCursor;
 use crate::btree::{Tree, TreeState};
 use crate::error::{Error, Result};
 use crate::order::Order;
 use crate::page::{rd32, Pgno, META_PAGES};
-use crate::txn::writer::WriteStore;
 
 /// Key of chunk `chunk` of the record of `txnid`.
 fn key(txnid: u64, chunk: u32) -> [u8; 12] {

@@ -10,7 +10,10 @@ use crate::error::Result;
 use crate::io::buf::PageBuf;
 use crate::page::{DbRecord, Kind, Layout, Pgno};
 use crate::store::{PageStore, Pager, WSource};
-use crate::txn::nested::Checkpoint;
+pub(crate) mod gc;
+mod nested;
+
+use nested::Checkpoint;
 
 /// State of the named databases touched by a write transaction.
 #[derive(Clone, Debug)]
@@ -87,7 +90,7 @@ impl PageStore for WriteStore {
     fn reserve(&mut self, pages: usize, run: usize) -> Result<()> {
         let mut have_run = self.pager.has_run(run);
         while !self.committing && (self.pager.reclaimed.len() < pages || !have_run) {
-            if !crate::txn::gc::load_record(self)? {
+            if !gc::load_record(self)? {
                 break;
             }
             have_run = have_run || self.pager.has_run(run);

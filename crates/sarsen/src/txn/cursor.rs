@@ -8,10 +8,10 @@
 //! costs one descent more than a read cursor's, and returned slices borrow
 //! the cursor, so none is held across a write.
 
-use super::{Cursor, Entry};
+use super::write::RwTxn;
+use crate::cursor::{Cursor, Entry};
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::txn::RwTxn;
 
 /// Where a write cursor stands.
 #[derive(Clone, Debug)]

@@ -1,0 +1,151 @@
+//! The state an environment's transactions share: the data file and its
+//! map, the lock file, the page layout and geometry, the registry of
+//! database handles, and the writer's state behind its mutex. [`Env`](crate::Env)
+//! is the public handle over it; transactions borrow it, not the handle.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crate::db::Registry;
+use crate::error::{Error, Result};
+use crate::io::lock::Published;
+use crate::io::{DataFile, LockFile, Map};
+use crate::options::Durability;
+use crate::page::{Layout, Pgno};
+use crate::writer::TxnState;
+
+pub(crate) struct Shared {
+    pub(crate) path: PathBuf,
+    pub(crate) file: DataFile,
+    pub(crate) map: Arc<Map>,
+    pub(crate) lock: LockFile,
+    pub(crate) layout: Layout,
+    pub(crate) page_size: u32,
+    pub(crate) lower_pgno: Pgno,
+    pub(crate) upper_pgno: Pgno,
+    pub(crate) growth_pgno: Pgno,
+    pub(crate) durability: Durability,
+    pub(crate) read_only: bool,
+    pub(crate) slow_readers: Option<crate::readers::SlowReaders>,
+    pub(crate) uid: u64,
+    /// Random owner token of this environment's reader slots (`io/slots.rs`).
+    pub(crate) token: u64,
+    pub(crate) pid: u32,
+    /// [`crate::io::lock::fork_generation`] at open: a different value
+    /// means this is a forked child ([`Error::Forked`]).
+    pub(crate) fork_gen: u64,
+    /// Set by [`Env::simulate_crash`]: drop as a killed process would.
+    pub(crate) crashed: bool,
+    pub(crate) boot_id: [u8; 16],
+    pub(crate) registry: Registry,
+    pub(crate) writer: Mutex<TxnState>,
+}
+
+impl Shared {
+    /// The published snapshot. Wait-free unless a commit is publishing at
+    /// this instant. If the seqlock stays odd, the writer may have died
+    /// half-way through its publish: whoever can take the writer lock (no
+    /// live writer holds it then) repairs the snapshot from the metas
+    /// ([`Env::repair_published`]). A publish held by a live writer is
+    /// waited for, at most [`LockFile::publish_wait`] (then `Corrupted`).
+    #[inline]
+    pub(crate) fn published(&self) -> Result<Published> {
+        match self.lock.try_published(1 << 10) {
+            Some(p) => Ok(p),
+            None => self.published_slow(),
+        }
+    }
+
+    /// [`Env::published`] when a publish is in progress or was cut short.
+    #[cold]
+    fn published_slow(&self) -> Result<Published> {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(p) = self.lock.try_published(1 << 10) {
+                return Ok(p);
+            }
+            // This process's writer first: its threads share the lock
+            // file's description, whose writer lock would not exclude them.
+            let own = match self.writer.try_lock() {
+                Ok(g) => Some(g),
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            };
+            if own.is_some() && self.lock.try_lock_writer()? {
+                let r = if self.lock.publishing() {
+                    self.repair_published()
+                } else {
+                    Ok(())
+                };
+                self.lock.unlock_writer();
+                r?;
+                continue;
+            }
+            drop(own);
+            if start.elapsed() > self.lock.publish_wait() {
+                return Err(Error::corrupted(
+                    0,
+                    "lock file: the published snapshot stayed half-written while a writer held the writer lock",
+                ));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// `fdatasync` of the data file. A failure marks the environment, in
+    /// every process, as unable to write ([`Error::SyncFailed`]): Linux may
+    /// have marked the pages it could not write clean, and a later sync
+    /// would not write them again.
+    pub(crate) fn sync_data(&self) -> Result<()> {
+        let r = self.file.sync_data();
+        if r.is_err() {
+            self.lock.set_sync_failed();
+        }
+        r
+    }
+
+    /// [`Error::SyncFailed`] once a sync has failed in this life of the
+    /// environment (in any process).
+    pub(crate) fn check_synced(&self) -> Result<()> {
+        if self.lock.sync_failed() {
+            return Err(Error::SyncFailed);
+        }
+        Ok(())
+    }
+
+    /// Whether this process is a `fork()` child of the one that opened
+    /// the environment: a relaxed load, no system call.
+    #[inline]
+    pub(crate) fn forked(&self) -> bool {
+        crate::io::lock::fork_generation() != self.fork_gen
+    }
+
+    /// [`Error::Forked`] in a forked child.
+    #[inline]
+    pub(crate) fn check_fork(&self) -> Result<()> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
+        Ok(())
+    }
+}
+
+impl Shared {
+    /// Whether this process may still act on the environment at drop: not
+    /// after a simulated crash (a dead process does nothing more), and not
+    /// in a forked child, which must not touch the parent's slots, locks or
+    /// syncs.
+    pub(crate) fn live_at_drop(&self) -> bool {
+        !self.crashed && !self.forked() && std::process::id() == self.pid
+    }
+}
+
+impl Drop for Shared {
+    /// Frees this environment's reader slots. (The sync of the non-durable
+    /// modes is [`Env`](crate::Env)'s drop, which runs first.)
+    fn drop(&mut self) {
+        if self.live_at_drop() {
+            self.lock.free_slots(self.token);
+        }
+    }
+}
