@@ -101,11 +101,9 @@ impl Map {
     /// file system can (`MADV_HUGEPAGE`; Linux 6.x with large-folio
     /// support, as ext4 and XFS have). Write-map mode builds the file's
     /// pages by writing through the map, and with 4 KiB folios every page
-    /// takes a write fault again after each periodic write-back, which
-    /// made system time a sixth of a long random-write run. With huge
-    /// folios one fault covers 512 pages: measured at 10M records, a fill
-    /// took 0.87x the time and 10M random merges after it 0.84x, with a
-    /// tenth of the faults. The cost is write-back granularity: a write
+    /// takes a write fault again after each periodic write-back, a large
+    /// share of a long random-write run's system time. With huge folios
+    /// one fault covers 512 pages. The cost is write-back granularity: a write
     /// fault marks the whole folio dirty, so the kernel writes 2 MiB for
     /// any page changed in it; the caller asks only in modes that never
     /// sync per commit. A kernel that refuses the advice (`EINVAL`) keeps
@@ -174,7 +172,7 @@ impl Map {
     /// use. That slack is sparse (no disk blocks, and never written), and it
     /// matters: the kernel's mmap readahead stops at the end of the file, so
     /// a file that ends right after its last page gets only small page-cache
-    /// folios there, and four times the page faults.
+    /// folios there, and many more page faults.
     pub(crate) fn grow(&self, need: u64, step: u64, upper: u64) -> Result<()> {
         let step = step.max(1);
         if need > self.file_len.load(Ordering::Relaxed) {

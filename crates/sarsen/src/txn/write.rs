@@ -587,7 +587,7 @@ impl<'env> RwTxn<'env> {
     pub fn delete(&mut self, db: Database, key: &[u8]) -> Result<bool> {
         if key.len() > self.env.layout.max_key {
             // No key that long is stored, but the errors of any other
-            // delete still apply (found by the api_ops fuzz target).
+            // delete still apply.
             if self.broken {
                 return Err(Error::BadTxn);
             }
