@@ -25,6 +25,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub mod client;
 mod error;
 mod log_store;
 mod snapshot;
