@@ -195,13 +195,17 @@ async fn add_learner(State(app): Shared, Json(b): Json<LearnerBody>) -> Response
 #[derive(Deserialize)]
 struct MembersBody {
     members: Vec<NodeId>,
+    #[serde(default)]
+    retain: bool,
 }
 
 /// Makes `members` the voters (each must be a node already: a learner or
-/// a voter); the others stay as learners.
+/// a voter). Voters left out leave the cluster, or stay as learners with
+/// `"retain": true`. A node to be wiped must leave first: openraft's leader
+/// refuses (panics on) a member whose log goes backwards.
 async fn change_membership(State(app): Shared, Json(b): Json<MembersBody>) -> Response {
     let members: std::collections::BTreeSet<NodeId> = b.members.into_iter().collect();
-    match app.raft.change_membership(members, true).await {
+    match app.raft.change_membership(members, b.retain).await {
         Ok(r) => Json(serde_json::json!({"index": r.log_id.index})).into_response(),
         Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => not_leader(&f),
         Err(e) => text(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),

@@ -13,7 +13,8 @@
 //!
 //! Admin: `POST /admin/init` (`{"nodes": {"1": "host:port", ...}}`, empty
 //! for this node alone), `POST /admin/add-learner` (`{"id": 2, "addr":
-//! "host:port"}`), `POST /admin/change-membership` (`{"members": [1,2,3]}`),
+//! "host:port"}`), `POST /admin/change-membership` (`{"members": [1,2,3]}`; voters left out
+//! leave the cluster unless `"retain": true` keeps them as learners),
 //! `GET /admin/metrics`, `GET /admin/dump`, `POST /admin/snapshot`.
 
 mod api;
