@@ -47,6 +47,12 @@ pub enum StoreError {
         /// The index in its log id.
         actual: u64,
     },
+    /// The log holds a key that is not an 8-byte index.
+    #[error("log key of {len} bytes")]
+    BadLogKey {
+        /// Its length.
+        len: usize,
+    },
     /// A blocking task running a store operation panicked or was cancelled.
     #[error("store task failed: {0}")]
     Task(String),
