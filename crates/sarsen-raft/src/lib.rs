@@ -82,6 +82,11 @@ pub enum Command {
         /// The operand handed to the operator.
         operand: Vec<u8>,
     },
+    /// Several commands in one log entry, applied in order (each answered
+    /// on its own, a refused one changing nothing): how a node groups the
+    /// writes of concurrent clients into one replication round and one
+    /// sync. A batch inside a batch is refused.
+    Batch(Vec<Command>),
 }
 
 impl std::fmt::Display for Command {
@@ -94,6 +99,7 @@ impl std::fmt::Display for Command {
             Command::Merge { key, operand } => {
                 write!(f, "merge({} bytes, {} bytes)", key.len(), operand.len())
             }
+            Command::Batch(cmds) => write!(f, "batch({} commands)", cmds.len()),
         }
     }
 }
@@ -107,6 +113,8 @@ pub enum Reply {
     Deleted(bool),
     /// A merge: the value now stored.
     Merged(Vec<u8>),
+    /// A batch: the reply to each of its commands, in order.
+    Batch(Vec<Reply>),
     /// The command was refused, the same way on every node (key empty or
     /// too long, value too long, an operand the merge operator rejects, a
     /// merge without an operator): nothing changed.

@@ -123,6 +123,16 @@ fn refused(e: &sarsen::Error) -> bool {
 fn apply_command(w: &mut RwTxn<'_>, kv: Database, cmd: &Command) -> Result<Reply> {
     let key = match cmd {
         Command::Put { key, .. } | Command::Delete { key } | Command::Merge { key, .. } => key,
+        Command::Batch(cmds) => {
+            let mut replies = Vec::with_capacity(cmds.len());
+            for c in cmds {
+                replies.push(match c {
+                    Command::Batch(_) => Reply::Refused("a batch inside a batch".into()),
+                    c => apply_command(w, kv, c)?,
+                });
+            }
+            return Ok(Reply::Batch(replies));
+        }
     };
     if key.is_empty() {
         return Ok(Reply::Refused("empty key".into()));
@@ -136,6 +146,7 @@ fn apply_command(w: &mut RwTxn<'_>, kv: Database, cmd: &Command) -> Result<Reply
                 .map(|v| Reply::Merged(v.unwrap_or_default().to_vec())),
             Err(e) => Err(e),
         },
+        Command::Batch(_) => return Ok(Reply::Refused("a batch inside a batch".into())),
     };
     match r {
         Ok(reply) => Ok(reply),

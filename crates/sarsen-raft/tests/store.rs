@@ -83,6 +83,9 @@ fn same_reply(got: &Reply, want: &Reply) -> bool {
     match (got, want) {
         // The refusal's wording is Sarsen's; that it is a refusal is ours.
         (Reply::Refused(_), Reply::Refused(w)) if w.is_empty() => true,
+        (Reply::Batch(g), Reply::Batch(w)) => {
+            g.len() == w.len() && g.iter().zip(w).all(|(g, w)| same_reply(g, w))
+        }
         _ => got == want,
     }
 }
@@ -115,6 +118,25 @@ fn state_machine_follows_a_model_and_reopens_at_the_same_state() {
                         members = StoredMembership::new(Some(log_id(2, index)), m.clone());
                         batch.push(entry(2, index, EntryPayload::Membership(m)));
                         want.push(Reply::Done);
+                    }
+                    2 | 3 => {
+                        // A batch: its commands in order, a nested batch refused.
+                        let mut cmds = Vec::new();
+                        let mut replies = Vec::new();
+                        for _ in 0..rng.random_range(1..5) {
+                            let (c, r) = random_command(&mut rng, &mut model);
+                            cmds.push(c);
+                            replies.push(r);
+                        }
+                        cmds.insert(
+                            1,
+                            Command::Batch(vec![Command::Delete {
+                                key: b"k1".to_vec(),
+                            }]),
+                        );
+                        replies.insert(1, Reply::Refused("a batch inside a batch".into()));
+                        batch.push(entry(2, index, EntryPayload::Normal(Command::Batch(cmds))));
+                        want.push(Reply::Batch(replies));
                     }
                     _ => {
                         let (cmd, reply) = random_command(&mut rng, &mut model);
