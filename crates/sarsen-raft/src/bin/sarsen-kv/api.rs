@@ -15,12 +15,15 @@ use openraft::raft::{AppendEntriesRequest, InstallSnapshotRequest, VoteRequest};
 use sarsen_raft::{Command, KvReader, Node, NodeId, Raft, Reply, TypeConfig};
 use serde::{Deserialize, Serialize};
 
+use crate::batch::Outcome;
+
 /// What every handler needs.
 pub struct App {
     pub id: NodeId,
     pub addr: String,
     pub raft: Raft,
     pub kv: KvReader,
+    pub writes: tokio::sync::mpsc::Sender<crate::batch::Waiting>,
 }
 
 type Shared = State<Arc<App>>;
@@ -75,17 +78,19 @@ struct Written {
 }
 
 async fn write(app: &App, cmd: Command) -> Response {
-    match app.raft.client_write(cmd).await {
-        Ok(resp) => match resp.data {
-            Reply::Refused(why) => text(StatusCode::BAD_REQUEST, why),
-            reply => Json(Written {
-                index: resp.log_id.index,
-                reply,
-            })
-            .into_response(),
-        },
-        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => not_leader(&f),
-        Err(e) => text(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    if app.writes.send((cmd, tx)).await.is_err() {
+        return text(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+    }
+    match rx.await {
+        Ok(Outcome::Applied {
+            reply: Reply::Refused(why),
+            ..
+        }) => text(StatusCode::BAD_REQUEST, why),
+        Ok(Outcome::Applied { index, reply }) => Json(Written { index, reply }).into_response(),
+        Ok(Outcome::NotLeader(f)) => not_leader(&f),
+        Ok(Outcome::Failed(why)) => text(StatusCode::SERVICE_UNAVAILABLE, why),
+        Err(_) => text(StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
     }
 }
 

@@ -18,6 +18,7 @@
 //! `GET /admin/metrics`, `GET /admin/dump`, `POST /admin/snapshot`.
 
 mod api;
+mod batch;
 mod network;
 
 use std::path::PathBuf;
@@ -106,7 +107,10 @@ async fn run(args: Args) -> Result<(), Fail> {
         .build()?;
     let network = network::Network { client };
     let raft = Raft::new(args.id, Arc::new(config), network, log, sm).await?;
+    let (writes, waiting) = tokio::sync::mpsc::channel(4096);
+    tokio::spawn(batch::run(raft.clone(), waiting));
     let app = Arc::new(api::App {
+        writes,
         id: args.id,
         addr: args.addr.clone(),
         raft: raft.clone(),
