@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo build --release -p sarsen-raft
-//! target/release/sarsen-kv-bench --writes 4000
+//! target/release/sarsen-kv-bench --writes 3000 --runs 3
 //! ```
 //!
 //! Every write is a `PUT` of a new key (16 bytes) with a value of
@@ -36,6 +36,9 @@ struct Args {
     /// The sarsen-kv binary (default: beside this one).
     #[arg(long)]
     node_bin: Option<PathBuf>,
+    /// Runs of each configuration; the run of median throughput is shown.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
     /// Directory for the nodes' data (default: a new temporary directory).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -152,6 +155,13 @@ fn figures(mut lat: Vec<Duration>, secs: f64) -> Figures {
         p50_us: at(0.50),
         p99_us: at(0.99),
     }
+}
+
+/// The run of median throughput.
+fn median(mut runs: Vec<Figures>) -> Figures {
+    runs.sort_by(|a, b| (a.writes as f64 / a.secs).total_cmp(&(b.writes as f64 / b.secs)));
+    let mid = runs.len() / 2;
+    runs.swap_remove(mid)
 }
 
 /// `threads` clients each doing `writes / threads` puts against `addrs`.
@@ -286,8 +296,17 @@ fn run(args: Args) -> Result<(), Fail> {
         let cdir = dir.join(format!("cluster{n}"));
         let (nodes, addrs) = start_cluster(&bin, &cdir, n, &rt)?;
         for &t in &args.threads {
-            let f = run_cluster(&addrs, t.max(1), args.writes, &value, &format!("t{t}"))?;
-            show(setup, t, &f);
+            let mut runs = Vec::new();
+            for r in 0..args.runs.max(1) {
+                runs.push(run_cluster(
+                    &addrs,
+                    t.max(1),
+                    args.writes,
+                    &value,
+                    &format!("t{t}r{r}"),
+                )?);
+            }
+            show(setup, t, &median(runs));
         }
         drop(nodes);
     }
