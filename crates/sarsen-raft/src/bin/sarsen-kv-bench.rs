@@ -157,6 +157,25 @@ fn figures(mut lat: Vec<Duration>, secs: f64) -> Figures {
     }
 }
 
+/// Median time of 200 rewrite-and-fdatasync of one 4 KiB block, ms: the
+/// disk's sync cost at the moment of the run.
+fn sync_probe(path: &Path) -> Result<f64, Fail> {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::File::create(path)?;
+    let block = [7u8; 4096];
+    let mut times = Vec::with_capacity(200);
+    for _ in 0..200 {
+        let s = Instant::now();
+        f.seek(SeekFrom::Start(0))?;
+        f.write_all(&block)?;
+        f.sync_data()?;
+        times.push(s.elapsed());
+    }
+    let _ = std::fs::remove_file(path);
+    times.sort();
+    Ok(times[times.len() / 2].as_secs_f64() * 1000.0)
+}
+
 /// The run of median throughput.
 fn median(mut runs: Vec<Figures>) -> Figures {
     runs.sort_by(|a, b| (a.writes as f64 / a.secs).total_cmp(&(b.writes as f64 / b.secs)));
@@ -278,6 +297,14 @@ fn run(args: Args) -> Result<(), Fail> {
         }
     };
     let value = vec![b'v'; args.value_size];
+    std::fs::create_dir_all(&dir)?;
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load.split_whitespace().next().unwrap_or("?").to_string();
+    println!(
+        "fdatasync of a 4 KiB write: p50 {:.2} ms; load average {load}",
+        sync_probe(&dir.join("probe"))?
+    );
+    println!();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
