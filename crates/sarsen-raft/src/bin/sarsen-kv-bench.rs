@@ -319,33 +319,34 @@ fn run(args: Args) -> Result<(), Fail> {
             f.p99_us as f64 / 1000.0
         );
     };
-    for (setup, n) in [("sarsen-kv, 3 nodes", 3u64), ("sarsen-kv, 1 node", 1)] {
-        let cdir = dir.join(format!("cluster{n}"));
-        let (nodes, addrs) = start_cluster(&bin, &cdir, n, &rt)?;
-        for &t in &args.threads {
-            let mut runs = Vec::new();
-            for r in 0..args.runs.max(1) {
-                runs.push(run_cluster(
-                    &addrs,
-                    t.max(1),
-                    args.writes,
-                    &value,
-                    &format!("t{t}r{r}"),
-                )?);
-            }
+    // Both clusters stay up and the runs interleave, so that a slow
+    // moment of the disk or the machine falls on every setup alike.
+    let (three, a3) = start_cluster(&bin, &dir.join("cluster3"), 3, &rt)?;
+    let (one, a1) = start_cluster(&bin, &dir.join("cluster1"), 1, &rt)?;
+    let setups = [
+        "sarsen-kv, 3 nodes",
+        "sarsen-kv, 1 node",
+        "plain Sarsen, durable commit per write",
+    ];
+    let mut results: Vec<Vec<Vec<Figures>>> = setups
+        .iter()
+        .map(|_| args.threads.iter().map(|_| Vec::new()).collect())
+        .collect();
+    for r in 0..args.runs.max(1) {
+        for (ti, &t) in args.threads.iter().enumerate() {
+            let t = t.max(1);
+            let tag = format!("t{t}r{r}");
+            results[0][ti].push(run_cluster(&a3, t, args.writes, &value, &tag)?);
+            results[1][ti].push(run_cluster(&a1, t, args.writes, &value, &tag)?);
+            let d = dir.join(format!("sarsen-t{t}-r{r}"));
+            results[2][ti].push(run_sarsen(&d, t, args.writes, &value, &tag)?);
+        }
+    }
+    drop((three, one));
+    for (setup, per_threads) in setups.iter().zip(results) {
+        for (&t, runs) in args.threads.iter().zip(per_threads) {
             show(setup, t, &median(runs));
         }
-        drop(nodes);
-    }
-    for &t in &args.threads {
-        let f = run_sarsen(
-            &dir.join(format!("sarsen-t{t}")),
-            t.max(1),
-            args.writes,
-            &value,
-            "k",
-        )?;
-        show("plain Sarsen, durable commit per write", t, &f);
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
