@@ -19,15 +19,21 @@ use crate::batch::Outcome;
 
 /// What every handler needs.
 pub struct App {
+    /// This node's id.
     pub id: NodeId,
+    /// This node's address, `host:port`.
     pub addr: String,
+    /// The Raft handle.
     pub raft: Raft,
+    /// Local reads of the state machine.
     pub kv: KvReader,
+    /// The queue of the write batcher ([`crate::batch::run`]).
     pub writes: tokio::sync::mpsc::Sender<crate::batch::Waiting>,
 }
 
 type Shared = State<Arc<App>>;
 
+/// Every route of the node, on `app`.
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/kv/{key}", put(put_key).get(get_key).delete(delete_key))

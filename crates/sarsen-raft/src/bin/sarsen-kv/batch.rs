@@ -13,7 +13,12 @@ const MAX_BATCH: usize = 256;
 /// What became of one write.
 pub enum Outcome {
     /// Committed and applied at log index `index`.
-    Applied { index: u64, reply: Reply },
+    Applied {
+        /// The entry's log index (shared by the writes of one batch).
+        index: u64,
+        /// The state machine's reply to this write.
+        reply: Reply,
+    },
     /// This node is not the leader.
     NotLeader(ForwardToLeader<NodeId, Node>),
     /// Raft failed (shutting down, no quorum in time, storage).
@@ -23,7 +28,8 @@ pub enum Outcome {
 /// A write waiting for its entry.
 pub type Waiting = (Command, oneshot::Sender<Outcome>);
 
-/// Runs until every sender is dropped.
+/// Sends the queued writes through `raft`, grouped, one entry in flight
+/// at a time; runs until every sender is dropped.
 pub async fn run(raft: Raft, mut rx: mpsc::Receiver<Waiting>) {
     while let Some(first) = rx.recv().await {
         let mut group = vec![first];

@@ -16,6 +16,7 @@ use serde::Serialize;
 /// Makes a connection per peer; all share one HTTP client (and its pool).
 #[derive(Clone)]
 pub struct Network {
+    /// The pooled HTTP client.
     pub client: reqwest::Client,
 }
 
