@@ -78,7 +78,10 @@ impl StoreError {
 /// Shorthand used throughout the crate.
 pub(crate) type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// Decodes a bincode record, naming it in the error.
+/// Decodes a bincode record, naming it in the error. bincode 1.3 decoding
+/// from a slice checks every length against the bytes left and caps the
+/// space it reserves for sequences, so damaged input is an error, never a
+/// huge allocation (the test below keeps that true).
 pub(crate) fn decode<T: serde::de::DeserializeOwned>(
     what: &'static str,
     bytes: &[u8],
@@ -89,4 +92,28 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
 /// Encodes a bincode record, naming it in the error.
 pub(crate) fn encode<T: serde::Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>> {
     bincode::serialize(value).map_err(|source| StoreError::Encode { what, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_length_past_the_input_is_an_error_not_an_allocation() {
+        for value in [
+            bincode::serialize("abc").unwrap(),
+            bincode::serialize(&vec![1u8, 2, 3]).unwrap(),
+        ] {
+            let mut bytes = value;
+            bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+            assert!(matches!(
+                decode::<String>("v", &bytes),
+                Err(StoreError::Decode { what: "v", .. })
+            ));
+            assert!(matches!(
+                decode::<Vec<u8>>("v", &bytes),
+                Err(StoreError::Decode { what: "v", .. })
+            ));
+        }
+    }
 }
