@@ -306,10 +306,13 @@ impl Engine for BdbEngine {
     /// heap, `DB_PRIVATE`).
     const MAPS_DB: bool = false;
 
-    /// Berkeley DB allows concurrent writers, but through page locks: two
-    /// transactions of 1,000 random writes each nearly always share a page and
-    /// deadlock, so the harness's writers would mostly measure aborts and retries.
-    /// The harness gives it one writer thread, as it does the other B-trees.
+    /// Berkeley DB allows concurrent writers, but through page locks, and two
+    /// transactions of 1,000 random writes often lock the same pages in opposite
+    /// orders. Measured with this set to true (1M keys, overwrite of 200,000 keys
+    /// in transactions of 1,000): two writer threads were deadlock victims 112
+    /// times in 200 transactions and wrote 107,191 ops/s together, against
+    /// 125,664 for one thread. The harness gives it one writer thread, as it does
+    /// the other B-trees.
     const CONCURRENT_WRITERS: bool = false;
 
     fn version() -> String {
