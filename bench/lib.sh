@@ -12,6 +12,8 @@ packages_for() {
         libmdbx) echo "libclang-dev" ;;
         rocksdb) echo "libclang-dev cmake" ;;
         leveldb) echo "libleveldb-dev" ;;
+        bdb) echo "libdb5.3-dev libclang-dev" ;;
+        wiredtiger) echo "libwiredtiger-dev libclang-dev" ;;
         malloc) echo "libjemalloc2 libtcmalloc-minimal4" ;;
         lmdbutils) echo "lmdb-utils" ;;
         *) echo "" ;;

@@ -106,9 +106,16 @@ pub struct Cli {
     pub merge_operator: Option<MergeOperator>,
 
     /// Block cache bytes for engines that have one (RocksDB, LevelDB, fjall, redb,
-    /// sled); the same budget for all.
+    /// sled, Berkeley DB, WiredTiger); the same budget for all.
     #[arg(long = "cache_size", default_value_t = 4 << 30)]
     pub cache_size: u64,
+
+    /// WiredTiger: use its LSM tree (`lsm:` object) instead of its B-tree, as the
+    /// `--use_lsm` of Symas' WiredTiger driver; its tables are labelled
+    /// `wiredtiger-lsm`.
+    #[arg(long = "wt_lsm", default_value_t = false, num_args = 0..=1,
+          default_missing_value = "true", action = ArgAction::Set, value_parser = parse_flag)]
+    pub wt_lsm: bool,
 
     /// Comma-separated allocators: re-run every engine's child with each preloaded
     /// (LD_PRELOAD of Debian's libjemalloc2 or libtcmalloc-minimal4; glibc = none).
@@ -250,6 +257,9 @@ pub struct Params {
     pub merge_operator: Option<MergeOperator>,
     /// Block cache budget in bytes.
     pub cache_bytes: u64,
+    /// WiredTiger uses its LSM tree (`--wt_lsm`).
+    #[serde(default)]
+    pub wt_lsm: bool,
 }
 
 impl Params {
@@ -296,6 +306,7 @@ impl Cli {
                 .merge_operator
                 .or(merging.then_some(MergeOperator::Uint64Add)),
             cache_bytes: self.cache_size,
+            wt_lsm: self.wt_lsm,
         }
     }
 

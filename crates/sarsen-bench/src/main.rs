@@ -1,6 +1,6 @@
 //! `sarsen-bench`: db_bench-style benchmarks of Sarsen against its peers (LMDB,
-//! libmdbx, redb, fjall, sled, RocksDB, LevelDB), each (engine, workload) in its own
-//! child process.
+//! libmdbx, redb, fjall, sled, RocksDB, LevelDB, Berkeley DB, WiredTiger), each
+//! (engine, workload) in its own child process.
 //!
 //! See `cargo run --release -p sarsen-bench -- --help`, and `/work/shared/BENCHMARKS.md`
 //! for the workloads and columns.

@@ -15,6 +15,8 @@ fn built_engines() -> Vec<&'static str> {
         (cfg!(feature = "sled"), "sled"),
         (cfg!(feature = "rocksdb"), "rocksdb"),
         (cfg!(feature = "leveldb"), "leveldb"),
+        (cfg!(feature = "bdb"), "bdb"),
+        (cfg!(feature = "wiredtiger"), "wiredtiger"),
     ] {
         if on {
             v.push(name);
@@ -74,6 +76,66 @@ fn check_passes_for_every_built_engine() {
             assert!(stdout.contains(&line), "missing {line:?} in:\n{stdout}");
         }
     }
+}
+
+/// `--wt_lsm`: the same verification on WiredTiger's LSM tree, and its tables
+/// labelled `wiredtiger-lsm`; a B-tree database is not silently opened as an LSM
+/// tree.
+#[cfg(feature = "wiredtiger")]
+#[test]
+fn check_passes_for_wiredtiger_lsm() {
+    let db = tempfile::tempdir().expect("temp dir");
+    let stdout = ok(&bench(
+        &["--check", "--engines", "wiredtiger", "--wt_lsm"],
+        db.path(),
+    ));
+    assert!(stdout.contains("check passed"), "{stdout}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = db.path().join("lsm.json");
+    let stdout = ok(&bench(
+        &[
+            "--num=2000",
+            "--benchmarks=fillrandom,readrandom",
+            "--engines=sarsen,wiredtiger",
+            "--wt_lsm",
+            &format!("--json={}", json.display()),
+        ],
+        dir.path(),
+    ));
+    assert!(stdout.contains("| wiredtiger-lsm |"), "{stdout}");
+    for r in records(&json) {
+        if r["engine"] == "wiredtiger" {
+            assert_eq!(r["series"], "wiredtiger-lsm");
+            let config = r["config"].as_str().expect("config");
+            assert!(config.contains("lsm:bench"), "{config}");
+        }
+    }
+    // The B-tree's database, reused with --wt_lsm, is refused with a reason.
+    let out = bench(
+        &[
+            "--num=2000",
+            "--benchmarks=fillrandom,readrandom",
+            "--engines=wiredtiger",
+        ],
+        dir.path(),
+    );
+    ok(&out);
+    let out = bench(
+        &[
+            "--num=2000",
+            "--benchmarks=readrandom",
+            "--engines=wiredtiger",
+            "--use_existing_db",
+            "--wt_lsm",
+        ],
+        dir.path(),
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("B-tree") && stderr.contains("--wt_lsm"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -3,12 +3,15 @@
 //! Sarsen and LMDB (from its bundled C source) are always built. Each peer is behind
 //! a cargo feature of its name: `redb`, `fjall` and `sled` build with cargo alone and
 //! are default features; `libmdbx` and `rocksdb` need libclang for bindgen (RocksDB
-//! also a long C++ build) and `leveldb` a Debian package, so they are off by default
-//! (see the README for the command that installs what they need).
+//! also a long C++ build), `leveldb` a Debian package, and `bdb` and `wiredtiger` a
+//! Debian package and libclang, so they are off by default (see the README for the
+//! command that installs what they need).
 //!
 //! To add a peer: write one module implementing [`Engine`] and [`Reader`], add a
 //! variant to [`EngineKind`] and one line to [`with_engine!`].
 
+#[cfg(feature = "bdb")]
+pub mod bdb;
 #[cfg(feature = "fjall")]
 pub mod fjall;
 #[cfg(feature = "leveldb")]
@@ -23,6 +26,8 @@ pub mod rocksdb;
 pub mod sarsen;
 #[cfg(feature = "sled")]
 pub mod sled;
+#[cfg(feature = "wiredtiger")]
+pub mod wiredtiger;
 
 use std::path::Path;
 
@@ -65,6 +70,11 @@ pub enum EngineKind {
     Leveldb,
     /// sled 0.34.
     Sled,
+    /// Berkeley DB 5.3 (Debian's libdb5.3; cargo feature `bdb`).
+    Bdb,
+    /// WiredTiger 3.2 (Debian's libwiredtiger; cargo feature `wiredtiger`): its
+    /// B-tree, or its LSM tree with `--wt_lsm`.
+    Wiredtiger,
 }
 
 /// Runs `$body` with the type alias `$E` bound to the [`Engine`] of `$kind`, or
@@ -112,6 +122,16 @@ macro_rules! with_engine {
                 type $E = $crate::engines::leveldb::LevelDbEngine;
                 $body
             }
+            #[cfg(feature = "bdb")]
+            K::Bdb => {
+                type $E = $crate::engines::bdb::BdbEngine;
+                $body
+            }
+            #[cfg(feature = "wiredtiger")]
+            K::Wiredtiger => {
+                type $E = $crate::engines::wiredtiger::WtEngine;
+                $body
+            }
             #[allow(unreachable_patterns)]
             _ => $missing,
         }
@@ -130,6 +150,8 @@ impl EngineKind {
             EngineKind::Rocksdb => "rocksdb",
             EngineKind::Leveldb => "leveldb",
             EngineKind::Sled => "sled",
+            EngineKind::Bdb => "bdb",
+            EngineKind::Wiredtiger => "wiredtiger",
         }
     }
 
@@ -218,6 +240,9 @@ pub struct OpenOptions {
     /// Bytes of block cache for engines that have one (RocksDB, LevelDB, fjall);
     /// the same budget for all of them.
     pub cache_bytes: u64,
+    /// WiredTiger opens its LSM tree instead of its B-tree (`--wt_lsm`); other
+    /// engines ignore it.
+    pub wt_lsm: bool,
 }
 
 /// A new value for a key, computed from its current one by `Engine::update_batch`:
@@ -354,7 +379,7 @@ pub mod conformance {
 
     use super::*;
 
-    fn opts(sync: SyncMode, merge: bool) -> OpenOptions {
+    fn opts(sync: SyncMode, merge: bool, wt_lsm: bool) -> OpenOptions {
         OpenOptions {
             sync,
             data_bytes: 1 << 20,
@@ -362,6 +387,7 @@ pub mod conformance {
             random_reads: true,
             merge_operator: merge.then_some(MergeOperator::Uint64Add),
             cache_bytes: 8 << 20,
+            wt_lsm,
         }
     }
 
@@ -409,12 +435,17 @@ pub mod conformance {
     /// where the engine has them, uint64add merges; the store must match the model
     /// after every batch and after reopening.
     pub fn run<E: Engine>() {
+        run_with::<E>(false);
+    }
+
+    /// [`run`] with [`OpenOptions::wt_lsm`] set as given.
+    pub fn run_with<E: Engine>(wt_lsm: bool) {
         let dir = tempfile::tempdir().expect("temp dir");
         let merge = E::has_merge();
         let mut model = BTreeMap::new();
         let mut rng = SmallRng::seed_from_u64(7);
         {
-            let e = E::open(dir.path(), &opts(SyncMode::Async, merge)).expect("open");
+            let e = E::open(dir.path(), &opts(SyncMode::Async, merge, wt_lsm)).expect("open");
             // An append of ascending keys into the empty store.
             let pairs: Vec<(Vec<u8>, Vec<u8>)> =
                 (0..100).map(|i| (key(i), vec![i as u8; 8])).collect();
@@ -483,16 +514,16 @@ pub mod conformance {
             }
             e.sync().expect("sync");
         }
-        let e = E::open(dir.path(), &opts(SyncMode::Durable, merge)).expect("reopen");
+        let e = E::open(dir.path(), &opts(SyncMode::Durable, merge, wt_lsm)).expect("reopen");
         check_model(&e, &model);
         e.write_batch(&[(b"durable", b"x")], false)
             .expect("durable put");
         model.insert(b"durable".to_vec(), b"x".to_vec());
         drop(e);
-        let e = E::open(dir.path(), &opts(SyncMode::Async, merge)).expect("reopen");
+        let e = E::open(dir.path(), &opts(SyncMode::Async, merge, wt_lsm)).expect("reopen");
         check_model(&e, &model);
         assert!(!E::version().is_empty());
-        assert!(!E::config(&opts(SyncMode::Async, merge)).is_empty());
+        assert!(!E::config(&opts(SyncMode::Async, merge, wt_lsm)).is_empty());
     }
 
     #[test]

@@ -246,6 +246,7 @@ mod tests {
             random_reads: false,
             merge_operator: None,
             cache_bytes: 8 << 20,
+            wt_lsm: false,
         };
         let e = super::RedbEngine::open(dir.path(), &opts).expect("open");
         e.write_batch(&[(b"b", b"1"), (b"d", b"1")], true)

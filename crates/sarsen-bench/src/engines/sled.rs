@@ -274,6 +274,7 @@ mod tests {
             random_reads: false,
             merge_operator: None,
             cache_bytes: 8 << 20,
+            wt_lsm: false,
         };
         {
             let e = super::SledEngine::open(dir.path(), &opts).expect("open");

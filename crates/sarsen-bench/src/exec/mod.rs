@@ -93,6 +93,7 @@ pub fn open_options(spec_params: &Params, w: Workload) -> OpenOptions {
         random_reads: matches!(w, Workload::ReadRandom | Workload::ReadWhileWriting),
         merge_operator: p.merge_operator,
         cache_bytes: p.cache_bytes,
+        wt_lsm: p.wt_lsm,
     }
 }
 

@@ -26,7 +26,8 @@ pub struct Record {
     /// Allocator preloaded into the child (`glibc`, `jemalloc`, `tcmalloc`), or empty
     /// when none was chosen.
     pub allocator: String,
-    /// The series label: the engine, or `engine-allocator`.
+    /// The series label: the engine, or `engine-allocator` (`wiredtiger-lsm` for
+    /// WiredTiger with `--wt_lsm`).
     pub series: String,
     /// How the engine was configured for this workload.
     pub config: String,
@@ -181,7 +182,11 @@ impl Record {
         Record {
             engine: series.engine.name().to_string(),
             allocator: series.alloc.map_or("", |a| a.name()).to_string(),
-            series: series.name(),
+            series: if opts.wt_lsm && series.engine == EngineKind::Wiredtiger {
+                format!("{}-lsm", series.name())
+            } else {
+                series.name()
+            },
             config: series.engine.config(&opts),
             workload: workload.name().to_string(),
             run,
