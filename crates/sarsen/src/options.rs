@@ -82,6 +82,7 @@ pub struct EnvOptions {
     pub(crate) read_ahead: bool,
     pub(crate) write_map: bool,
     pub(crate) boot_id: Option<[u8; 16]>,
+    pub(crate) auto_sync: AutoSync,
     #[cfg(feature = "fault-injection")]
     pub(crate) fault: Option<crate::io::fault::FaultPlan>,
     #[cfg(feature = "fault-injection")]
@@ -108,6 +109,7 @@ impl Default for EnvOptions {
             read_ahead: true,
             write_map: false,
             boot_id: None,
+            auto_sync: AutoSync::default(),
             #[cfg(feature = "fault-injection")]
             fault: None,
             #[cfg(feature = "fault-injection")]
@@ -115,6 +117,32 @@ impl Default for EnvOptions {
             #[cfg(feature = "fault-injection")]
             claim_pause_ms: 0,
         }
+    }
+}
+
+/// The thresholds that make a commit of a non-durable mode durable
+/// ([`EnvOptions::sync_bytes`], [`EnvOptions::sync_period`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AutoSync {
+    /// Bytes written by commits since the last durable one.
+    pub bytes: Option<u64>,
+    /// Nanoseconds since the last durable commit.
+    pub period_ns: Option<u64>,
+}
+
+impl AutoSync {
+    /// Whether a threshold is set and applies to commits in `mode`.
+    #[inline]
+    pub(crate) fn applies(&self, mode: Durability) -> bool {
+        (self.bytes.is_some() || self.period_ns.is_some())
+            && matches!(mode, Durability::SafeNoSync | Durability::NoMetaSync)
+    }
+
+    /// Whether a commit that brings the bytes written since the last
+    /// durable commit to `unsynced`, `since_ns` after it, is to be made
+    /// durable.
+    pub(crate) fn due(&self, unsynced: u64, since_ns: u64) -> bool {
+        self.bytes.is_some_and(|b| unsynced >= b) || self.period_ns.is_some_and(|p| since_ns >= p)
     }
 }
 
@@ -163,6 +191,46 @@ impl EnvOptions {
     /// When commits are synced (default [`Durability::Durable`]).
     pub fn durability(mut self, d: Durability) -> Self {
         self.durability = d;
+        self
+    }
+
+    /// In [`Durability::SafeNoSync`] and [`Durability::NoMetaSync`], makes
+    /// a commit durable (as a [`Durability::Durable`] commit is) once the
+    /// commits since the last durable one have written `bytes` bytes or
+    /// more (libmdbx's `MDBX_opt_sync_bytes`). A commit's bytes are its
+    /// pages and its meta page. Counted in the lock file, over every
+    /// process; checked at commit, with no background thread. Ignored in
+    /// the other modes (`NoSync` may reuse the pages of the last durable
+    /// commit, so a sync there would not bound what a crash loses).
+    /// Default: off.
+    ///
+    /// ```
+    /// use sarsen::{Durability, EnvOptions};
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe {
+    ///     EnvOptions::new()
+    ///         .durability(Durability::SafeNoSync)
+    ///         .sync_bytes(64 << 20) // at most 64 MiB of commits at risk
+    ///         .open(dir.path())
+    /// }
+    /// .unwrap();
+    /// # drop(env);
+    /// ```
+    pub fn sync_bytes(mut self, bytes: u64) -> Self {
+        self.auto_sync.bytes = Some(bytes);
+        self
+    }
+
+    /// In [`Durability::SafeNoSync`] and [`Durability::NoMetaSync`], makes
+    /// a commit durable once `period` has passed since the last durable
+    /// commit (libmdbx's `MDBX_opt_sync_period`), measured on the
+    /// system's monotonic clock and shared by every process. Checked at
+    /// commit, with no background thread: a period with no commit syncs
+    /// nothing until the next one (call [`Env::sync`](crate::Env::sync)
+    /// for that). Ignored in the other modes, as
+    /// [`sync_bytes`](EnvOptions::sync_bytes). Default: off.
+    pub fn sync_period(mut self, period: std::time::Duration) -> Self {
+        self.auto_sync.period_ns = Some(u64::try_from(period.as_nanos()).unwrap_or(u64::MAX));
         self
     }
 

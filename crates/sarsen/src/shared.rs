@@ -27,6 +27,8 @@ pub(crate) struct Shared {
     pub(crate) durability: Durability,
     pub(crate) read_only: bool,
     pub(crate) slow_readers: Option<crate::readers::SlowReaders>,
+    /// When a commit of a non-durable mode is made durable.
+    pub(crate) auto_sync: crate::options::AutoSync,
     pub(crate) uid: u64,
     /// Random owner token of this environment's reader slots (`io/slots.rs`).
     pub(crate) token: u64,

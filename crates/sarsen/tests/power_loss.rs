@@ -14,12 +14,17 @@
 //! the new commit, the sync at drop): the image must then open at the
 //! recovered commit or the new one, never at one rejected the first time.
 //!
+//! With auto-sync thresholds (`EnvOptions::sync_bytes`), the commits the
+//! engine makes durable on its own (it says so in `EnvInfo::durable_txnid`)
+//! must survive every image as a `Durable` commit does.
+//!
 //! `SARSEN_TEST_CASES` sets the random images per crash point (default 8),
 //! `SARSEN_TEST_SCALE` multiplies the commits of the workload.
 
 mod common;
 mod crash_common;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -57,10 +62,18 @@ struct Run {
     name: String,
     page_size: u32,
     log: Vec<Op>,
+    /// Commits the engine made durable by an auto-sync threshold.
+    auto_durable: usize,
     /// Commits, `Env::sync` calls and the syncs at drop, in order.
     calls: Vec<Call>,
     /// The model at each txnid (txnid 1 is the new, empty file).
     states: BTreeMap<u64, Model>,
+}
+
+thread_local! {
+    /// The `sync_bytes` threshold of every environment this test's thread
+    /// opens (0: none).
+    static SYNC_BYTES: Cell<u64> = const { Cell::new(0) };
 }
 
 fn open(dir: &Path, mode: Durability, ps: u32, boot: [u8; 16], plan: Option<FaultPlan>) -> Env {
@@ -68,6 +81,10 @@ fn open(dir: &Path, mode: Durability, ps: u32, boot: [u8; 16], plan: Option<Faul
         .durability(mode)
         .page_size(ps)
         .assume_boot_id(boot);
+    let auto = SYNC_BYTES.with(Cell::get);
+    if auto > 0 {
+        o = o.sync_bytes(auto);
+    }
     if let Some(p) = plan {
         o = o.fault_plan(p);
     }
@@ -83,6 +100,8 @@ struct Driver {
     last: u64,
     last_steady: bool,
     durable: u64,
+    /// Commits of a non-durable mode the engine made durable (auto-sync).
+    auto_durable: usize,
 }
 
 impl Driver {
@@ -113,13 +132,20 @@ impl Driver {
             // and the txnid was not used.
             return;
         }
+        // A commit the engine says is durable (every `Durable` one, and
+        // those an auto-sync threshold made durable) must be.
+        let made_durable = env.info().unwrap().durable_txnid == txnid;
+        if made_durable && mode != Durability::Durable {
+            self.auto_durable += 1;
+        }
         match mode {
-            Durability::Durable => self.durable = txnid,
+            _ if made_durable => self.durable = txnid,
+            Durability::Durable => panic!("durable commit {txnid} not counted durable"),
             // The data sync made the previous meta durable, if steady.
             Durability::NoMetaSync if self.last_steady => self.durable = self.last,
             _ => {}
         }
-        let steady = matches!(mode, Durability::Durable | Durability::NoMetaSync);
+        let steady = made_durable || matches!(mode, Durability::NoMetaSync);
         (self.last, self.last_steady) = (txnid, steady);
         self.run.calls.push(Call {
             txnid,
@@ -155,6 +181,7 @@ fn workload(modes: &[Durability], page_size: u32, commits: usize, seed: u64) -> 
             name: format!("{modes:?} ps {page_size}"),
             page_size,
             log: Vec::new(),
+            auto_durable: 0,
             calls: Vec::new(),
             states: BTreeMap::from([(1, Model::default())]),
         },
@@ -162,6 +189,7 @@ fn workload(modes: &[Durability], page_size: u32, commits: usize, seed: u64) -> 
         last: 1,
         last_steady: true,
         durable: 1,
+        auto_durable: 0,
     };
     for i in 0..commits {
         let e = rng.random_range(0..envs.len());
@@ -177,6 +205,7 @@ fn workload(modes: &[Durability], page_size: u32, commits: usize, seed: u64) -> 
         d.sync(*mode, || drop(env));
     }
     d.run.log = plan.log();
+    d.run.auto_durable = d.auto_durable;
     d.run
 }
 
@@ -291,8 +320,13 @@ fn judge(run: &Run, image: &CrashImage, p: usize, what: &str, seed: u64) -> (u64
 }
 
 /// Builds and judges every crash image of one workload. Returns the number
-/// of images and how many opened at each distance from the newest allowed.
+/// of images and how many opened at an older commit than the newest allowed.
 fn power_loss(modes: &[Durability], page_size: u32) -> (usize, usize) {
+    power_loss_counting(modes, page_size).0
+}
+
+/// [`power_loss`], also returning the commits auto-sync made durable.
+fn power_loss_counting(modes: &[Durability], page_size: u32) -> ((usize, usize), usize) {
     let (seed, _) = common::base_seed(&format!("power_loss {modes:?} {page_size}"));
     let commits = 24 * common::scale();
     let random = common::cases(8);
@@ -323,7 +357,7 @@ fn power_loss(modes: &[Durability], page_size: u32) -> (usize, usize) {
         run.log.len(),
         run.crash_points().len()
     );
-    (images, fell_back)
+    ((images, fell_back), run.auto_durable)
 }
 
 #[test]
@@ -369,5 +403,19 @@ fn power_loss_mixed_modes() {
     for ps in [512, 4096] {
         let (images, _) = power_loss(&modes, ps);
         assert!(images > 20);
+    }
+}
+
+/// `SafeNoSync` and `NoMetaSync` with a 16 KiB `sync_bytes` threshold: the
+/// commits that reach it are synced, and no image loses one of them.
+#[test]
+fn power_loss_auto_sync() {
+    SYNC_BYTES.with(|b| b.set(16 << 10));
+    for mode in [Durability::SafeNoSync, Durability::NoMetaSync] {
+        for ps in [512, 4096] {
+            let ((images, _), auto) = power_loss_counting(&[mode], ps);
+            assert!(images > 20);
+            assert!(auto > 0, "{mode:?}: no commit reached the threshold");
+        }
     }
 }

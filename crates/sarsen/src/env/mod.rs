@@ -35,6 +35,12 @@ pub struct EnvInfo {
     /// Txnid of the oldest snapshot any reader holds (in any process), if
     /// one is open: pages freed after it cannot be reused yet.
     pub oldest_reader_txnid: Option<u64>,
+    /// Bytes written by the commits since the last durable one (libmdbx's
+    /// `mi_unsync_volume`), counted by environments with
+    /// [`EnvOptions::sync_bytes`] or [`EnvOptions::sync_period`] in
+    /// [`Durability::SafeNoSync`] or [`Durability::NoMetaSync`]; 0 after a
+    /// durable commit or [`Env::sync`].
+    pub unsynced_bytes: u64,
 }
 
 /// An open environment: a database file with its named databases.
@@ -152,6 +158,9 @@ impl Env {
         let _g = s.writer.lock().unwrap_or_else(|e| e.into_inner());
         s.lock.lock_writer()?;
         let r = crate::txn::commit::sync_steady(s);
+        if r.is_ok() {
+            s.lock.mark_synced(crate::io::lock::monotonic_ns());
+        }
         s.lock.unlock_writer();
         r
     }
@@ -315,6 +324,7 @@ impl Env {
             next_pgno: txn.next_pgno(),
             readers_used: self.shared.lock.readers_used(),
             oldest_reader_txnid: oldest,
+            unsynced_bytes: self.shared.lock.unsynced().0,
             max_readers: self.shared.lock.slots(),
             gc_pages,
         })

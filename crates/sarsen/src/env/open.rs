@@ -158,6 +158,7 @@ impl Env {
             durability: o.durability,
             read_only: o.read_only,
             slow_readers: o.slow_readers.clone(),
+            auto_sync: o.auto_sync,
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             token: crate::io::slots::new_owner_token(),
             pid: std::process::id(),
@@ -169,6 +170,8 @@ impl Env {
         };
         if let Opened::First(prev) = &opened {
             shared.recover(&metas, prev.as_deref())?;
+            // Recovery ends with a sync: the published commit is durable.
+            shared.lock.mark_synced(crate::io::lock::monotonic_ns());
             shared.lock.set_upper_pgno(u64::from(upper_pgno));
             shared.lock.downgrade()?;
         }

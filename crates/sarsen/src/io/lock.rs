@@ -22,7 +22,9 @@
 //! | 248 | 8  | high-water mark of claimed reader slots |
 //! | 256 | 8  | upper bound of the map, pages: the first opener's, for every opener |
 //! | 264 | 8  | flags: bit 0 = a sync of the data file failed (writes refused until all close) |
-//! | 272 | 48 | reserved |
+//! | 272 | 8  | bytes written by commits since the last durable one (auto-sync) |
+//! | 280 | 8  | time of the last durable commit, ns on `CLOCK_MONOTONIC` (auto-sync) |
+//! | 288 | 32 | reserved |
 //! | 320 | 64 × slots | reader slots (`io/slots.rs`) |
 //!
 //! Locks (`F_OFD_SETLK*`, so they belong to this open file description and
@@ -59,6 +61,10 @@ const UPPER: usize = 256;
 const FLAGS: usize = 264;
 /// A sync of the data file failed in this life of the environment.
 const FLAG_SYNC_FAILED: u64 = 1;
+/// Header word: bytes written by commits since the last durable one.
+const UNSYNCED: usize = 272;
+/// Header word: `CLOCK_MONOTONIC` time of the last durable commit, ns.
+const SYNCED_AT: usize = 280;
 /// How long a reader waits for a publish whose writer still holds the
 /// writer lock before it reports the lock file as stuck.
 const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -644,6 +650,31 @@ impl LockFile {
         self.word(FLAGS).load(Ordering::Acquire) & FLAG_SYNC_FAILED != 0
     }
 
+    /// Bytes written by commits since the last durable one, and the
+    /// monotonic time of that durable commit (ns). Read and changed by the
+    /// writer, under the writer lock.
+    pub(crate) fn unsynced(&self) -> (u64, u64) {
+        (
+            self.word(UNSYNCED).load(Ordering::Relaxed),
+            self.word(SYNCED_AT).load(Ordering::Relaxed),
+        )
+    }
+
+    /// Counts `bytes` more written by a commit that is not durable.
+    pub(crate) fn add_unsynced(&self, bytes: u64) {
+        let w = self.word(UNSYNCED);
+        w.store(
+            w.load(Ordering::Relaxed).saturating_add(bytes),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Records a durable commit (or sync) at monotonic time `now_ns`.
+    pub(crate) fn mark_synced(&self, now_ns: u64) {
+        self.word(UNSYNCED).store(0, Ordering::Relaxed);
+        self.word(SYNCED_AT).store(now_ns, Ordering::Relaxed);
+    }
+
     /// Records that a sync failed: every process refuses writes from now on.
     pub(crate) fn set_sync_failed(&self) {
         self.word(FLAGS)
@@ -802,4 +833,19 @@ pub(super) fn ofd_lock(fd: libc::c_int, byte: i64, kind: libc::c_int, wait: bool
             _ => return Err(Error::io("fcntl lock", e)),
         }
     }
+}
+
+/// The system's monotonic clock (`CLOCK_MONOTONIC`), ns: one clock for
+/// every process of the boot, as the lock file is one per boot's life.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec`; `CLOCK_MONOTONIC` is
+    // always available on Linux. On failure `ts` stays zero.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }

@@ -188,27 +188,54 @@ fn put_meta(env: &Shared, slot: u8, m: &Meta, sync: bool) -> Result<()> {
 fn write_meta(env: &Shared, w: &mut TxnState) -> Result<()> {
     let mut ws = env.lock.writer_shared();
     let prev = env.published()?;
+    // With auto-sync thresholds (`EnvOptions::sync_bytes`, `sync_period`):
+    // a commit that brings the bytes written since the last durable commit
+    // (its pages and meta page included) to the threshold, or comes a
+    // period after it, is made durable.
+    let auto = env.auto_sync.applies(env.durability);
+    let mut bytes = 0;
+    let mut mode = env.durability;
+    if auto {
+        let ps = u64::from(env.page_size);
+        bytes = w
+            .pager()
+            .dirty
+            .values()
+            .map(|b| b.len() as u64)
+            .sum::<u64>()
+            + ps;
+        let (unsynced, synced_at) = env.lock.unsynced();
+        let since = crate::io::lock::monotonic_ns().saturating_sub(synced_at);
+        if env.auto_sync.due(unsynced.saturating_add(bytes), since) {
+            mode = Durability::Durable;
+        }
+    }
     let slot = next_slot(ws.meta_current, ws.meta_steady);
     // One sync is enough only when every page this commit relies on, other
     // than its own, was already durable: after unsynced commits, sync the
     // data first and then the meta (two syncs, as LMDB).
     let one_sync = ws.durable_txnid == prev.txnid;
-    if env.durability == Durability::Durable && !one_sync {
+    if mode == Durability::Durable && !one_sync {
         env.sync_data()?;
     }
-    let flags = match env.durability {
+    let flags = match mode {
         Durability::Durable if one_sync => meta::STEADY | meta::ONE_SYNC,
         Durability::Durable => meta::STEADY,
         Durability::NoMetaSync => meta::STEADY,
         Durability::SafeNoSync => 0,
         Durability::NoSync => meta::NO_SYNC,
     };
-    if env.durability == Durability::NoMetaSync {
+    if mode == Durability::NoMetaSync {
         env.sync_data()?;
     }
     let m = build_meta(env, w, w.txnid(), flags);
-    put_meta(env, slot, &m, env.durability == Durability::Durable)?;
-    match env.durability {
+    put_meta(env, slot, &m, mode == Durability::Durable)?;
+    if mode == Durability::Durable {
+        env.lock.mark_synced(crate::io::lock::monotonic_ns());
+    } else if auto {
+        env.lock.add_unsynced(bytes);
+    }
+    match mode {
         Durability::Durable => {
             ws.durable_txnid = w.txnid();
             ws.meta_steady = slot;
