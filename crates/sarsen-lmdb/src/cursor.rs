@@ -15,7 +15,7 @@ use std::ptr;
 use sarsen::{Cursor, Database, Entry};
 
 use crate::consts::*;
-use crate::dbi::{is_dup, put, reserve};
+use crate::dbi::{put, reserve};
 use crate::error::to_code;
 use crate::handles::{self, Kind};
 use crate::txn::{txn_mut, MDB_txn, View};
@@ -49,11 +49,15 @@ pub struct MDB_cursor {
     /// In a read transaction, after a successful move: the Sarsen cursor
     /// standing on the saved pair, kept so the next call need not seek
     /// (the snapshot cannot change under it). Its borrow of the
-    /// transaction's boxed `RoTxn` is erased; it is dropped before that
+    /// transaction's `RoTxn` (in the boxed transaction handle, where it
+    /// does not move) is erased; it is dropped before that
     /// transaction ends or is reset (`clear_live`), and whenever a move
     /// fails (the Sarsen cursor's state after a failed move is not
     /// LMDB's).
     live: Option<Box<Cursor<'static>>>,
+    /// `key`/`val` are behind: `MDB_NEXT`/`MDB_PREV` moved `live` without
+    /// saving its pair (see [`MDB_cursor::sync`]).
+    stale: bool,
 }
 
 /// Where a restored Sarsen cursor stands.
@@ -70,6 +74,61 @@ fn err(e: sarsen::Error) -> c_int {
 }
 
 impl MDB_cursor {
+    /// Brings `key`/`val` up to where the kept cursor stands, after
+    /// `MDB_NEXT`/`MDB_PREV` steps that did not save it. Every path but
+    /// those steps calls this before reading `key`/`val` or dropping `live`.
+    fn sync(&mut self) {
+        if std::mem::take(&mut self.stale) {
+            match self.live.as_ref().map(|l| l.current()) {
+                Some(Ok(Some(e))) => self.save(e),
+                // The kept cursor stands on its pair (a read snapshot does
+                // not change); an error reading it leaves no position.
+                _ => {
+                    self.pos = Pos::Unset;
+                    self.live = None;
+                }
+            }
+        }
+    }
+
+    /// `MDB_NEXT`/`MDB_PREV` (`next`) on the kept cursor of a read
+    /// transaction, standing on the saved pair: the step a scan repeats,
+    /// without seeking back or copying the pair. `None` if there is no kept
+    /// cursor.
+    fn step_live(&mut self, next: bool) -> Option<CResult<Entry<'static>>> {
+        if self.pos != Pos::At {
+            return None;
+        }
+        let l = self.live.as_mut()?;
+        let moved = if next { l.next() } else { l.prev() };
+        Some(match moved {
+            Ok(Some(e)) => {
+                self.stale = true;
+                Ok(e)
+            }
+            // Past an end: as LMDB, the cursor stays on the end pair.
+            Ok(None) => match if next { l.last() } else { l.first() } {
+                Ok(Some(e)) => {
+                    self.stale = false;
+                    self.save(e);
+                    Err(MDB_NOTFOUND)
+                }
+                r => {
+                    self.stale = false;
+                    self.pos = Pos::Unset;
+                    self.live = None;
+                    Err(r.map_or_else(err, |_| MDB_NOTFOUND))
+                }
+            },
+            Err(e) => {
+                self.stale = false;
+                self.pos = Pos::Unset;
+                self.live = None;
+                Err(err(e))
+            }
+        })
+    }
+
     /// Saves the position `e` (its value only in a DUPSORT database: a
     /// key alone finds a pair elsewhere).
     fn save(&mut self, e: Entry<'_>) {
@@ -133,7 +192,9 @@ impl MDB_cursor {
 pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
     for &c in cursors {
         // SAFETY: live per the contract.
-        unsafe { (*c).live = None };
+        let c = unsafe { &mut *c };
+        c.sync();
+        c.live = None;
     }
 }
 
@@ -145,10 +206,10 @@ pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
 pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
     if detach_only {
         // SAFETY: live per the contract.
-        unsafe {
-            (*c).live = None;
-            (*c).txn = ptr::null_mut();
-        }
+        let c = unsafe { &mut *c };
+        c.sync();
+        c.live = None;
+        c.txn = ptr::null_mut();
     } else if handles::unregister(c, Kind::Cursor) {
         // SAFETY: registered until just now: a `Box<MDB_cursor>` we gave out.
         drop(unsafe { Box::from_raw(c) });
@@ -201,8 +262,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
         let r = (|| {
             // SAFETY: checked.
             let t = unsafe { txn_mut(txn) }?;
-            let db = t.db(dbi)?;
-            let dup = is_dup(t, db)?;
+            let (db, dup) = t.db(dbi)?;
             let c = Box::into_raw(Box::new(MDB_cursor {
                 txn,
                 dbi,
@@ -213,6 +273,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
                 val: Vec::new(),
                 multi: Vec::new(),
                 live: None,
+                stale: false,
             }));
             handles::register(c, Kind::Cursor);
             t.cursors.push(c);
@@ -271,11 +332,11 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
                     old.cursors.retain(|&p| !ptr::eq(p, cursor));
                 }
             }
-            c.db = t.db(c.dbi)?;
-            c.dup = is_dup(t, c.db)?;
+            (c.db, c.dup) = t.db(c.dbi)?;
             c.txn = txn;
             c.pos = Pos::Unset;
             c.live = None;
+            c.stale = false;
             t.cursors.push(cursor);
             Ok(())
         })();
@@ -377,6 +438,18 @@ unsafe fn get(
 ) -> CResult<()> {
     let v = t.view()?;
     let ro = matches!(v, View::Ro(_));
+    if ro && matches!(op, MDB_NEXT | MDB_PREV) {
+        if let Some(r) = c.step_live(op == MDB_NEXT) {
+            let e = r?;
+            // SAFETY: NULL or writable per the contract.
+            unsafe {
+                store(key, MDB_val::of(e.0));
+                store(data, MDB_val::of(e.1));
+            }
+            return Ok(());
+        }
+    }
+    c.sync();
     let kept = c.live.take().filter(|_| ro && c.pos == Pos::At);
     let live = kept.is_some();
     // Boxed: the cursor is large, and kept ones move in and out of `live`.
@@ -494,7 +567,7 @@ unsafe fn get(
     c.save(e);
     if ro {
         // SAFETY: lifetime erasure; see the `live` field: the borrowed
-        // `RoTxn` is boxed and outlives the kept cursor.
+        // `RoTxn` stays in place and outlives the kept cursor.
         c.live = Some(unsafe { std::mem::transmute::<Box<Cursor<'_>>, Box<Cursor<'static>>>(sc) });
     }
     // SAFETY: NULL or writable per the contract.
@@ -549,6 +622,7 @@ unsafe fn cursor_put(
     data: *mut MDB_val,
     flags: c_uint,
 ) -> CResult<()> {
+    c.sync();
     let (db, dup) = (c.db, c.dup);
     let w = t.rw()?;
     if flags & MDB_MULTIPLE != 0 {
@@ -627,6 +701,7 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
         let r = (|| {
             // SAFETY: checked.
             let (c, t) = unsafe { parts(cursor) }?;
+            c.sync();
             if c.pos == Pos::Unset || flags & !MDB_NODUPDATA != 0 {
                 return Err(libc::EINVAL);
             }
@@ -688,6 +763,7 @@ pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut 
         let r = (|| {
             // SAFETY: checked.
             let (c, t) = unsafe { parts(cursor) }?;
+            c.sync();
             if !c.dup {
                 return Err(MDB_INCOMPATIBLE); // as LMDB
             }

@@ -129,7 +129,11 @@ pub unsafe extern "C" fn mdb_dbi_open(
                 let o = options(flags, k.clone(), d.clone());
                 match open_once(t, name, flags, &o) {
                     Ok(db) => {
-                        let n = t.envh().dbi_of(db, name.is_none());
+                        let dup = match is_dup(t, db) {
+                            Ok(d) => d,
+                            Err(e) => return e,
+                        };
+                        let n = t.envh().dbi_of(db, dup, name.is_none());
                         // SAFETY: non-NULL, writable per the contract.
                         unsafe { dbi.write(n) };
                         return MDB_SUCCESS;
@@ -143,7 +147,8 @@ pub unsafe extern "C" fn mdb_dbi_open(
     })
 }
 
-/// Runs `f` on transaction `txn` and the database of `dbi`.
+/// Runs `f` on transaction `txn`, the database of `dbi` and whether it is
+/// DUPSORT.
 ///
 /// # Safety
 ///
@@ -151,13 +156,13 @@ pub unsafe extern "C" fn mdb_dbi_open(
 unsafe fn with_db(
     txn: *mut MDB_txn,
     dbi: MDB_dbi,
-    f: impl FnOnce(&mut MDB_txn, Database) -> CResult<()>,
+    f: impl FnOnce(&mut MDB_txn, Database, bool) -> CResult<()>,
 ) -> c_int {
     guard(|| {
         // SAFETY: checked.
         let r = unsafe { txn_mut(txn) }.and_then(|t| {
-            let db = t.db(dbi)?;
-            f(t, db)
+            let (db, dup) = t.db(dbi)?;
+            f(t, db, dup)
         });
         code(r)
     })
@@ -175,7 +180,7 @@ pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MD
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
+        with_db(txn, dbi, |t, db, _| {
             let s = t.view()?.stat(db).map_err(err)?;
             // SAFETY: non-NULL, writable per the contract.
             store(stat, MDB_stat::from(s));
@@ -208,7 +213,7 @@ pub unsafe extern "C" fn mdb_dbi_flags(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
+        with_db(txn, dbi, |t, db, _| {
             let v = t.view()?;
             let mut f = order_flags(
                 &v.key_order(db).map_err(err)?,
@@ -254,7 +259,7 @@ pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
 pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
+        with_db(txn, dbi, |t, db, _| {
             let w = t.rw()?;
             if del != 0 && dbi >= 2 {
                 w.drop_db(db).map_err(err)?;
@@ -287,7 +292,7 @@ pub unsafe extern "C" fn mdb_get(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
+        with_db(txn, dbi, |t, db, _| {
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
             let v = t.view()?.get(db, k).map_err(err)?.ok_or(MDB_NOTFOUND)?;
@@ -391,8 +396,7 @@ pub unsafe extern "C" fn mdb_put(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
-            let dup = is_dup(t, db)?;
+        with_db(txn, dbi, |t, db, dup| {
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
             if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
@@ -423,8 +427,7 @@ pub unsafe extern "C" fn mdb_del(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
-            let dup = is_dup(t, db)?;
+        with_db(txn, dbi, |t, db, dup| {
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
             let w = t.rw()?;
@@ -465,7 +468,7 @@ unsafe fn compare(
         let Ok(t) = (unsafe { txn_mut(txn) }) else {
             return 0;
         };
-        let Ok(db) = t.db(dbi) else { return 0 };
+        let Ok((db, _)) = t.db(dbi) else { return 0 };
         let Ok(v) = t.view() else { return 0 };
         let order = if dup {
             match v.dup_mode(db) {
@@ -529,7 +532,7 @@ pub unsafe extern "C" fn mdb_set_relfunc(
 ) -> c_int {
     let _ = rel;
     // SAFETY: forwarded contract.
-    unsafe { with_db(txn, dbi, |_, _| Ok(())) }
+    unsafe { with_db(txn, dbi, |_, _, _| Ok(())) }
 }
 
 /// Accepts a relocation context (`mdb_set_relctx`); see [`mdb_set_relfunc`].
@@ -545,5 +548,5 @@ pub unsafe extern "C" fn mdb_set_relctx(
 ) -> c_int {
     let _ = ctx;
     // SAFETY: forwarded contract.
-    unsafe { with_db(txn, dbi, |_, _| Ok(())) }
+    unsafe { with_db(txn, dbi, |_, _, _| Ok(())) }
 }

@@ -53,8 +53,9 @@ pub struct MDB_env {
     /// Transactions begun and not yet ended.
     pub(crate) live_txns: AtomicUsize,
     /// Database handles: index `MDB_dbi`; 0 is never used (LMDB's free
-    /// list), 1 is the main database once a transaction opened it.
-    pub(crate) dbis: RwLock<Vec<Option<Database>>>,
+    /// list), 1 is the main database once a transaction opened it. Each
+    /// with whether it is DUPSORT (fixed when it was created).
+    pub(crate) dbis: RwLock<Vec<Option<(Database, bool)>>>,
 }
 
 impl MDB_env {
@@ -76,30 +77,33 @@ impl MDB_env {
         self.cfg.lock().unwrap_or_else(|e| e.into_inner()).flags
     }
 
-    /// The Sarsen handle of `dbi`, or `EINVAL` for a number never given out.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<Database> {
+    /// The Sarsen handle of `dbi` and whether it is DUPSORT, or `EINVAL`
+    /// for a number never given out.
+    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<(Database, bool)> {
         let t = self.dbis.read().unwrap_or_else(|e| e.into_inner());
         t.get(dbi as usize).copied().flatten().ok_or(libc::EINVAL)
     }
 
-    /// The `MDB_dbi` of `db`, giving it a number if it has none.
-    pub(crate) fn dbi_of(&self, db: Database, main: bool) -> crate::MDB_dbi {
+    /// The `MDB_dbi` of `db` (DUPSORT if `dup`), giving it a number if it
+    /// has none.
+    pub(crate) fn dbi_of(&self, db: Database, dup: bool, main: bool) -> crate::MDB_dbi {
         let mut t = self.dbis.write().unwrap_or_else(|e| e.into_inner());
         if t.len() < 2 {
             t.resize(2, None);
         }
+        let entry = Some((db, dup));
         if main {
-            t[1] = Some(db);
+            t[1] = entry;
             return 1;
         }
-        if let Some(i) = t.iter().skip(2).position(|d| *d == Some(db)) {
+        if let Some(i) = t.iter().skip(2).position(|d| *d == entry) {
             return (i + 2) as crate::MDB_dbi;
         }
         if let Some(i) = t.iter().skip(2).position(|d| d.is_none()) {
-            t[i + 2] = Some(db);
+            t[i + 2] = entry;
             return (i + 2) as crate::MDB_dbi;
         }
-        t.push(Some(db));
+        t.push(entry);
         (t.len() - 1) as crate::MDB_dbi
     }
 
@@ -240,9 +244,25 @@ fn open(h: &MDB_env, p: &Path, cpath: &CStr, flags: c_uint) -> CResult<()> {
     if let Some(n) = cfg.max_dbs {
         o = o.max_dbs(n);
     }
+    // Sarsen reserves address space for the file's upper bound (1 TiB by
+    // default) at open. Where that much is refused (`ulimit -v`, valgrind),
+    // the largest of 64 GiB, 4 GiB and the map size the program set that
+    // can be reserved is asked for instead. (Probed before opening: a new
+    // environment records the bound it was created with.)
+    let mut bound = None;
+    for b in [1u64 << 40, 64 << 30, 4 << 30, cfg.map_size as u64] {
+        if b > 0 && can_reserve(b) {
+            bound = (b < 1 << 40).then_some(b);
+            break;
+        }
+    }
+    if let Some(b) = bound {
+        o = o.max_size(b);
+    }
     // SAFETY: LMDB's contract: nothing but the library modifies the files
     // while they are open (see `sarsen::EnvOptions::open`).
-    let env = unsafe { o.open(p) }.map_err(|e| match e {
+    let opened = unsafe { o.open(p) };
+    let env = opened.map_err(|e| match e {
         // No meta page to trust: not a Sarsen file, as LMDB says of a
         // file without its magic.
         sarsen::Error::Corrupted { page: 0..=2, .. } => MDB_INVALID,
@@ -252,6 +272,24 @@ fn open(h: &MDB_env, p: &Path, cpath: &CStr, flags: c_uint) -> CResult<()> {
     cfg.path = Some(cpath.to_owned());
     h.env.store(Box::into_raw(Box::new(env)), Ordering::Release);
     Ok(())
+}
+
+/// Whether `bytes` of address space can be reserved now.
+fn can_reserve(bytes: u64) -> bool {
+    let Ok(len) = usize::try_from(bytes) else {
+        return false;
+    };
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    // SAFETY: a new inaccessible anonymous mapping at an address the kernel
+    // chooses, unmapped at once; no existing memory is affected.
+    unsafe {
+        let p = libc::mmap(ptr::null_mut(), len, libc::PROT_NONE, flags, -1, 0);
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, len);
+    }
+    true
 }
 
 /// Closes the environment and frees the handle (`mdb_env_close`). Every

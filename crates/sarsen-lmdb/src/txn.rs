@@ -24,9 +24,13 @@ use crate::handles::{self, Kind};
 use crate::{guard, guard_or, CResult};
 
 /// What a transaction handle holds.
+// A read transaction inline: renewing one allocates nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum State {
-    /// A read transaction.
-    Ro(Box<RoTxn<'static>>),
+    /// A read transaction. Not boxed: the transaction handle is, and the
+    /// kept cursors that borrow it are dropped before the state changes
+    /// (`clear_live`).
+    Ro(RoTxn<'static>),
     /// A read transaction after `mdb_txn_reset`.
     Reset(InactiveRoTxn<'static>),
     /// A top-level write transaction.
@@ -142,8 +146,8 @@ impl MDB_txn {
         Ok(())
     }
 
-    /// The Sarsen handle of `dbi`.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<Database> {
+    /// The Sarsen handle of `dbi` and whether it is DUPSORT.
+    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<(Database, bool)> {
         self.envh().db(dbi)
     }
 }
@@ -215,7 +219,7 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
         let child: NestedTxn<'static, 'static> = unsafe { std::mem::transmute(child) };
         State::Nested(Box::new(child))
     } else if rdonly {
-        State::Ro(Box::new(e.read_txn().map_err(|e| to_code(&e))?))
+        State::Ro(e.read_txn().map_err(|e| to_code(&e))?)
     } else {
         State::Rw(Box::new(e.write_txn().map_err(|e| to_code(&e))?))
     };
@@ -337,7 +341,7 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
             // SAFETY: the list holds this transaction's live cursors.
             unsafe { clear_live(&t.cursors) };
             if let Some(State::Ro(r)) = t.state.take() {
-                t.state = Some(State::Reset((*r).reset()));
+                t.state = Some(State::Reset(r.reset()));
             }
         }
     })
@@ -359,7 +363,7 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
         match t.state.take() {
             Some(State::Reset(i)) => match i.renew() {
                 Ok(r) => {
-                    t.state = Some(State::Ro(Box::new(r)));
+                    t.state = Some(State::Ro(r));
                     MDB_SUCCESS
                 }
                 Err(e) => to_code(&e),
