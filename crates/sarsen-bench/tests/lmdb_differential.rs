@@ -167,7 +167,6 @@ const LMDB_MAX_KEY: usize = 511;
 
 include!("lmdb_differential/program.rs");
 
-
 // --- Sarsen ---------------------------------------------------------------
 
 /// The read side common to Sarsen's read and write transactions.
@@ -552,6 +551,9 @@ fn s_multiple(c: &mut Cursor<'_>) -> Result<Got, Box<dyn std::error::Error>> {
 
 include!("lmdb_differential/lmdb.rs");
 
+fn run_lmdb(case: &Case) -> Vec<Outcome> {
+    run_lib(&lmdb::LMDB, case)
+}
 
 // ---------------------------------------------------------------------------
 // Tests

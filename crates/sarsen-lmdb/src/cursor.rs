@@ -30,6 +30,9 @@ enum Pos {
     At,
     /// The saved pair was deleted through this cursor: on the pair after it.
     Deleted,
+    /// Past the last pair, after an `MDB_SET_RANGE` that found nothing:
+    /// as in LMDB, `MDB_NEXT` finds nothing, `MDB_PREV` the last pair.
+    End,
 }
 
 /// A cursor handle (LMDB's `MDB_cursor`), from [`mdb_cursor_open`].
@@ -149,8 +152,10 @@ impl MDB_cursor {
     /// [`restore`](Self::restore); `live`: `c` is the kept cursor, on the
     /// saved pair already.
     fn restore_from<'a>(&self, c: &mut Cursor<'a>, live: bool) -> CResult<Restored<'a>> {
-        if self.pos == Pos::Unset {
-            return Ok(Restored::Unset);
+        match self.pos {
+            Pos::Unset => return Ok(Restored::Unset),
+            Pos::End => return Ok(Restored::Ahead(None)),
+            Pos::At | Pos::Deleted => {}
         }
         if live && self.pos == Pos::At {
             if let Some(e) = c.current().map_err(err)? {
@@ -504,7 +509,11 @@ unsafe fn get(
             match e {
                 Some(e) if op == MDB_SET_RANGE || e.0 == k => Some(e),
                 _ => {
-                    c.pos = Pos::Unset;
+                    c.pos = if op == MDB_SET_RANGE {
+                        Pos::End
+                    } else {
+                        Pos::Unset
+                    };
                     None
                 }
             }
@@ -702,7 +711,7 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
             // SAFETY: checked.
             let (c, t) = unsafe { parts(cursor) }?;
             c.sync();
-            if c.pos == Pos::Unset || flags & !MDB_NODUPDATA != 0 {
+            if matches!(c.pos, Pos::Unset | Pos::End) || flags & !MDB_NODUPDATA != 0 {
                 return Err(libc::EINVAL);
             }
             if c.pos == Pos::Deleted {

@@ -6,17 +6,18 @@
 
 // --- LMDB -----------------------------------------------------------------
 
-fn run_lmdb(case: &Case) -> Vec<Outcome> {
+/// Runs `case` on the LMDB library whose functions `api` holds.
+fn run_lib(api: &'static lmdb::Api, case: &Case) -> Vec<Outcome> {
     let dir = tempfile::tempdir().expect("tempdir");
-    run_guarded(case, |run: &mut Run<'_, lmdb::Dbi>| run.l_top(dir.path()))
+    run_guarded(case, |run: &mut Run<'_, lmdb::Dbi>| run.l_top(api, dir.path()))
 }
 
 impl Run<'_, lmdb::Dbi> {
-    fn l_top(&mut self, dir: &Path) -> Flow {
-        let mut env = lmdb::Env::open(dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?;
+    fn l_top(&mut self, api: &'static lmdb::Api, dir: &Path) -> Flow {
+        let mut env = lmdb::Env::open_with(api, dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?;
         while self.l_session(&env)? {
             drop(env);
-            env = lmdb::Env::open(dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?;
+            env = lmdb::Env::open_with(api, dir, MAP_SIZE, 8).map_err(|e| self.fail(e))?;
             let r = self.l_reopen(&env);
             self.emit_or_fail(r)?;
         }
@@ -372,7 +373,7 @@ fn l_multiple(c: &mut lmdb::Cursor<'_>) -> lmdb::Res<Got> {
 /// parent (which cannot be used meanwhile, as LMDB requires), and a cursor
 /// within its transaction.
 mod lmdb {
-    use std::ffi::{c_int, c_void, CStr, CString};
+    use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
     use std::fmt;
     use std::marker::PhantomData;
     use std::os::unix::ffi::OsStrExt;
@@ -390,6 +391,73 @@ mod lmdb {
     use lmdb_master_sys as ffi;
 
     pub type Dbi = ffi::MDB_dbi;
+
+    /// Declares [`Api`], the table of the LMDB functions the wrapper calls,
+    /// and [`LMDB`], that table for the LMDB built into the test.
+    macro_rules! lmdb_api {
+        ($($name:ident: fn($($arg:ty),*) $(-> $ret:ty)?;)*) => {
+            /// The LMDB functions the wrapper calls, with LMDB 0.9's C signatures.
+            pub struct Api {
+                $(pub $name: unsafe extern "C" fn($($arg),*) $(-> $ret)?,)*
+            }
+
+            /// The functions of the LMDB built into the test (`lmdb-master-sys`).
+            pub static LMDB: Api = Api { $($name: ffi::$name,)* };
+
+            impl Api {
+                /// The same functions from a library loaded at run time: `sym`
+                /// gives the address of a symbol by its NUL-terminated name.
+                /// `None` if one is missing.
+                ///
+                /// # Safety
+                /// Each address `sym` gives must be the LMDB function of that
+                /// name, with LMDB 0.9's signature, valid for the program's life.
+                #[allow(dead_code)] // used by sarsen-lmdb's capi_differential
+                pub unsafe fn load(sym: impl Fn(&str) -> Option<*mut c_void>) -> Option<Api> {
+                    Some(Api {
+                        $($name: {
+                            let p = sym(concat!(stringify!($name), "\0"))?;
+                            // SAFETY: per the contract, `p` is that function.
+                            unsafe {
+                                std::mem::transmute::<
+                                    *mut c_void,
+                                    unsafe extern "C" fn($($arg),*) $(-> $ret)?,
+                                >(p)
+                            }
+                        },)*
+                    })
+                }
+            }
+        };
+    }
+
+    use ffi::{MDB_cursor, MDB_dbi, MDB_env, MDB_stat, MDB_txn, MDB_val};
+
+    lmdb_api! {
+        mdb_env_create: fn(*mut *mut MDB_env) -> c_int;
+        mdb_env_set_mapsize: fn(*mut MDB_env, ffi::mdb_size_t) -> c_int;
+        mdb_env_set_maxdbs: fn(*mut MDB_env, MDB_dbi) -> c_int;
+        mdb_env_open: fn(*mut MDB_env, *const c_char, c_uint, ffi::mdb_mode_t) -> c_int;
+        mdb_env_get_maxkeysize: fn(*mut MDB_env) -> c_int;
+        mdb_env_close: fn(*mut MDB_env);
+        mdb_txn_begin: fn(*mut MDB_env, *mut MDB_txn, c_uint, *mut *mut MDB_txn) -> c_int;
+        mdb_txn_env: fn(*mut MDB_txn) -> *mut MDB_env;
+        mdb_txn_commit: fn(*mut MDB_txn) -> c_int;
+        mdb_txn_abort: fn(*mut MDB_txn);
+        mdb_dbi_open: fn(*mut MDB_txn, *const c_char, c_uint, *mut MDB_dbi) -> c_int;
+        mdb_get: fn(*mut MDB_txn, MDB_dbi, *mut MDB_val, *mut MDB_val) -> c_int;
+        mdb_put: fn(*mut MDB_txn, MDB_dbi, *mut MDB_val, *mut MDB_val, c_uint) -> c_int;
+        mdb_del: fn(*mut MDB_txn, MDB_dbi, *mut MDB_val, *mut MDB_val) -> c_int;
+        mdb_cmp: fn(*mut MDB_txn, MDB_dbi, *const MDB_val, *const MDB_val) -> c_int;
+        mdb_drop: fn(*mut MDB_txn, MDB_dbi, c_int) -> c_int;
+        mdb_stat: fn(*mut MDB_txn, MDB_dbi, *mut MDB_stat) -> c_int;
+        mdb_cursor_open: fn(*mut MDB_txn, MDB_dbi, *mut *mut MDB_cursor) -> c_int;
+        mdb_cursor_get: fn(*mut MDB_cursor, *mut MDB_val, *mut MDB_val, ffi::MDB_cursor_op) -> c_int;
+        mdb_cursor_put: fn(*mut MDB_cursor, *mut MDB_val, *mut MDB_val, c_uint) -> c_int;
+        mdb_cursor_del: fn(*mut MDB_cursor, c_uint) -> c_int;
+        mdb_cursor_count: fn(*mut MDB_cursor, *mut ffi::mdb_size_t) -> c_int;
+        mdb_cursor_close: fn(*mut MDB_cursor);
+    }
 
     /// An LMDB return code other than success.
     #[derive(Clone, Copy, PartialEq, Eq)]
@@ -440,28 +508,37 @@ mod lmdb {
     }
 
     /// An open environment (one directory).
-    pub struct Env(*mut ffi::MDB_env);
+    pub struct Env(*mut ffi::MDB_env, &'static Api);
 
     impl Env {
         /// Opens (creating) the environment in `dir`, with `MDB_NOSYNC`, and
         /// `MDB_NOTLS` so that a thread may hold several read transactions.
         pub fn open(dir: &Path, map_size: usize, max_dbs: u32) -> Res<Env> {
+            Env::open_with(&LMDB, dir, map_size, max_dbs)
+        }
+
+        /// [`Env::open`] in the library whose functions `api` holds.
+        pub fn open_with(api: &'static Api, dir: &Path, map_size: usize, max_dbs: u32) -> Res<Env> {
             let path = CString::new(dir.as_os_str().as_bytes()).expect("path without NUL");
             let mut env = ptr::null_mut();
             // SAFETY: the out pointer is valid.
-            check(unsafe { ffi::mdb_env_create(&mut env) })?;
+            check(unsafe { (api.mdb_env_create)(&mut env) })?;
             // From here dropping `e` closes `env`, on errors too.
-            let e = Env(env);
+            let e = Env(env, api);
             // SAFETY: `env` is created and not yet open, as the setters require.
-            check(unsafe { ffi::mdb_env_set_mapsize(env, map_size) })?;
+            check(unsafe { (api.mdb_env_set_mapsize)(env, map_size) })?;
             // SAFETY: as above.
-            check(unsafe { ffi::mdb_env_set_maxdbs(env, max_dbs) })?;
+            check(unsafe { (api.mdb_env_set_maxdbs)(env, max_dbs) })?;
             let flags = ffi::MDB_NOSYNC | ffi::MDB_NOMETASYNC | ffi::MDB_NOTLS;
             // SAFETY: `env` is created; `path` is a NUL-terminated directory.
-            check(unsafe { ffi::mdb_env_open(env, path.as_ptr(), flags, 0o644) })?;
+            check(unsafe { (api.mdb_env_open)(env, path.as_ptr(), flags, 0o644) })?;
             // SAFETY: `env` is open.
-            let max_key = unsafe { ffi::mdb_env_get_maxkeysize(env) };
-            assert_eq!(max_key as usize, super::LMDB_MAX_KEY, "LMDB's key limit");
+            let max_key = unsafe { (api.mdb_env_get_maxkeysize)(env) };
+            // LMDB's limit is the programs' (Sarsen's liblmdb.so takes more).
+            if ptr::eq(api, &LMDB) {
+                assert_eq!(max_key as usize, super::LMDB_MAX_KEY, "LMDB's key limit");
+            }
+            assert!(max_key as usize >= super::LMDB_MAX_KEY, "key limit {max_key}");
             Ok(e)
         }
 
@@ -472,8 +549,8 @@ mod lmdb {
             // SAFETY: `env` is open, the out pointer valid. This thread holds no
             // other write transaction of this environment (the executors'
             // structure), and read ones may share it (MDB_NOTLS).
-            check(unsafe { ffi::mdb_txn_begin(self.0, ptr::null_mut(), flags, &mut txn) })?;
-            Ok(Txn(txn, PhantomData))
+            check(unsafe { (self.1.mdb_txn_begin)(self.0, ptr::null_mut(), flags, &mut txn) })?;
+            Ok(Txn(txn, self.1, PhantomData))
         }
     }
 
@@ -481,12 +558,12 @@ mod lmdb {
         fn drop(&mut self) {
             // SAFETY: created by mdb_env_create, closed once; every transaction
             // borrows the `Env` and so has ended.
-            unsafe { ffi::mdb_env_close(self.0) };
+            unsafe { (self.1.mdb_env_close)(self.0) };
         }
     }
 
     /// A live transaction; aborted on drop unless committed.
-    pub struct Txn<'a>(*mut ffi::MDB_txn, PhantomData<&'a ()>);
+    pub struct Txn<'a>(*mut ffi::MDB_txn, &'static Api, PhantomData<&'a ()>);
 
     impl Txn<'_> {
         /// Begins a child of this write transaction, borrowing it: LMDB allows
@@ -495,10 +572,10 @@ mod lmdb {
             let mut txn = ptr::null_mut();
             // SAFETY: `self.0` is a live write transaction without a live child
             // (the borrow); its environment pointer is valid while it lives.
-            let env = unsafe { ffi::mdb_txn_env(self.0) };
+            let env = unsafe { (self.1.mdb_txn_env)(self.0) };
             // SAFETY: as above; the out pointer is valid.
-            check(unsafe { ffi::mdb_txn_begin(env, self.0, 0, &mut txn) })?;
-            Ok(Txn(txn, PhantomData))
+            check(unsafe { (self.1.mdb_txn_begin)(env, self.0, 0, &mut txn) })?;
+            Ok(Txn(txn, self.1, PhantomData))
         }
 
         /// `mdb_dbi_open`; `name: None` is the main database.
@@ -507,7 +584,7 @@ mod lmdb {
             let (p, mut dbi) = (name.as_ref().map_or(ptr::null(), |n| n.as_ptr()), 0);
             // SAFETY: the transaction is live; `p` is null or a NUL-terminated
             // string; the out pointer is valid.
-            check(unsafe { ffi::mdb_dbi_open(self.0, p, flags, &mut dbi) })?;
+            check(unsafe { (self.1.mdb_dbi_open)(self.0, p, flags, &mut dbi) })?;
             Ok(dbi)
         }
 
@@ -515,7 +592,7 @@ mod lmdb {
             let (mut k, mut d) = (val(key), val(&[]));
             // SAFETY: the transaction is live with no live child, `dbi` opened in
             // its environment, `k` points to a live slice; `d` is an out value.
-            match unsafe { ffi::mdb_get(self.0, dbi, &mut k, &mut d) } {
+            match unsafe { (self.1.mdb_get)(self.0, dbi, &mut k, &mut d) } {
                 // SAFETY: `d` comes from the successful mdb_get just made.
                 ffi::MDB_SUCCESS => Ok(Some(unsafe { copy(&d) })),
                 ffi::MDB_NOTFOUND => Ok(None),
@@ -528,7 +605,7 @@ mod lmdb {
             let (mut k, mut d) = (val(key), val(data));
             // SAFETY: a live write transaction with no live child, `dbi` open,
             // `k` and `d` point to live slices (LMDB copies them).
-            check(unsafe { ffi::mdb_put(self.0, dbi, &mut k, &mut d, flags) })
+            check(unsafe { (self.1.mdb_put)(self.0, dbi, &mut k, &mut d, flags) })
         }
 
         /// `mdb_put` with `MDB_NOOVERWRITE`: `Some(existing)` on `MDB_KEYEXIST`.
@@ -540,7 +617,7 @@ mod lmdb {
         ) -> Res<Option<Vec<u8>>> {
             let (mut k, mut d) = (val(key), val(data));
             // SAFETY: as in `put`.
-            match unsafe { ffi::mdb_put(self.0, dbi, &mut k, &mut d, ffi::MDB_NOOVERWRITE) } {
+            match unsafe { (self.1.mdb_put)(self.0, dbi, &mut k, &mut d, ffi::MDB_NOOVERWRITE) } {
                 ffi::MDB_SUCCESS => Ok(None),
                 // SAFETY: on MDB_KEYEXIST LMDB points `d` at the stored value.
                 ffi::MDB_KEYEXIST => Ok(Some(unsafe { copy(&d) })),
@@ -552,7 +629,7 @@ mod lmdb {
         pub fn del(&mut self, dbi: Dbi, key: &[u8]) -> Res<bool> {
             let mut k = val(key);
             // SAFETY: as in `put`; a null data pointer deletes the key.
-            match unsafe { ffi::mdb_del(self.0, dbi, &mut k, ptr::null_mut()) } {
+            match unsafe { (self.1.mdb_del)(self.0, dbi, &mut k, ptr::null_mut()) } {
                 ffi::MDB_SUCCESS => Ok(true),
                 ffi::MDB_NOTFOUND => Ok(false),
                 rc => Err(Code(rc)),
@@ -570,7 +647,7 @@ mod lmdb {
         ) -> Res<bool> {
             let (mut k, mut d) = (val(key), val(data));
             // SAFETY: as in `put`.
-            match unsafe { ffi::mdb_put(self.0, dbi, &mut k, &mut d, flags) } {
+            match unsafe { (self.1.mdb_put)(self.0, dbi, &mut k, &mut d, flags) } {
                 ffi::MDB_SUCCESS => Ok(true),
                 ffi::MDB_KEYEXIST => Ok(false),
                 rc => Err(Code(rc)),
@@ -581,7 +658,7 @@ mod lmdb {
         pub fn del_data(&mut self, dbi: Dbi, key: &[u8], data: &[u8]) -> Res<bool> {
             let (mut k, mut d) = (val(key), val(data));
             // SAFETY: as in `put`.
-            match unsafe { ffi::mdb_del(self.0, dbi, &mut k, &mut d) } {
+            match unsafe { (self.1.mdb_del)(self.0, dbi, &mut k, &mut d) } {
                 ffi::MDB_SUCCESS => Ok(true),
                 ffi::MDB_NOTFOUND => Ok(false),
                 rc => Err(Code(rc)),
@@ -596,13 +673,13 @@ mod lmdb {
             let (a, b) = (val(key), val(&last));
             // SAFETY: the transaction is live, `dbi` open, both point to live
             // slices.
-            Ok(unsafe { ffi::mdb_cmp(self.0, dbi, &a, &b) } < 0)
+            Ok(unsafe { (self.1.mdb_cmp)(self.0, dbi, &a, &b) } < 0)
         }
 
         /// `mdb_drop(.., 0)`: empties the database, keeps the handle.
         pub fn clear(&mut self, dbi: Dbi) -> Res<()> {
             // SAFETY: a live write transaction with no live child, `dbi` open.
-            check(unsafe { ffi::mdb_drop(self.0, dbi, 0) })
+            check(unsafe { (self.1.mdb_drop)(self.0, dbi, 0) })
         }
 
         /// `mdb_stat`'s `ms_entries`.
@@ -610,15 +687,15 @@ mod lmdb {
             // SAFETY: MDB_stat is plain integers; all-zero is a valid value.
             let mut st: ffi::MDB_stat = unsafe { std::mem::zeroed() };
             // SAFETY: the transaction is live, `dbi` open, the out pointer valid.
-            check(unsafe { ffi::mdb_stat(self.0, dbi, &mut st) })?;
+            check(unsafe { (self.1.mdb_stat)(self.0, dbi, &mut st) })?;
             Ok(st.ms_entries as u64)
         }
 
         pub fn cursor(&self, dbi: Dbi) -> Res<Cursor<'_>> {
             let mut cur = ptr::null_mut();
             // SAFETY: the transaction is live, `dbi` open, the out pointer valid.
-            check(unsafe { ffi::mdb_cursor_open(self.0, dbi, &mut cur) })?;
-            Ok(Cursor(cur, PhantomData))
+            check(unsafe { (self.1.mdb_cursor_open)(self.0, dbi, &mut cur) })?;
+            Ok(Cursor(cur, self.1, PhantomData))
         }
 
         /// A cursor that may write (`Cursor::put`, `Cursor::del`): it
@@ -632,7 +709,7 @@ mod lmdb {
             let txn = std::mem::replace(&mut self.0, ptr::null_mut());
             // SAFETY: `txn` is live with no live child or cursor (they borrow
             // it); commit frees it whatever it returns.
-            check(unsafe { ffi::mdb_txn_commit(txn) })
+            check(unsafe { (self.1.mdb_txn_commit)(txn) })
         }
 
         /// Aborts (as dropping does); cannot fail.
@@ -646,13 +723,13 @@ mod lmdb {
             if !self.0.is_null() {
                 // SAFETY: the transaction is live; its children and cursors have
                 // ended (they borrow it); abort frees it.
-                unsafe { ffi::mdb_txn_abort(self.0) };
+                unsafe { (self.1.mdb_txn_abort)(self.0) };
             }
         }
     }
 
     /// A cursor; closed on drop, before its transaction ends.
-    pub struct Cursor<'t>(*mut ffi::MDB_cursor, PhantomData<&'t ()>);
+    pub struct Cursor<'t>(*mut ffi::MDB_cursor, &'static Api, PhantomData<&'t ()>);
 
     impl Cursor<'_> {
         /// `mdb_cursor_get` with `op`, (for the SET ops) `key` and (for the
@@ -668,7 +745,7 @@ mod lmdb {
             // SAFETY: the cursor is open in a live transaction that cannot
             // change meanwhile (it is borrowed); `k` and `d` point to live
             // slices.
-            match unsafe { ffi::mdb_cursor_get(self.0, &mut k, &mut d, op) } {
+            match unsafe { (self.1.mdb_cursor_get)(self.0, &mut k, &mut d, op) } {
                 // SAFETY: both come from the successful call just made (or are
                 // still our own slices, as `k` for MDB_SET).
                 ffi::MDB_SUCCESS => Ok(Some(unsafe { (copy(&k), copy(&d)) })),
@@ -685,13 +762,13 @@ mod lmdb {
             // transaction with no live child, which nothing else uses
             // meanwhile (the cursor borrows it mutably); `k` and `d` point
             // to live slices (LMDB copies them).
-            check(unsafe { ffi::mdb_cursor_put(self.0, &mut k, &mut d, flags) })
+            check(unsafe { (self.1.mdb_cursor_put)(self.0, &mut k, &mut d, flags) })
         }
 
         /// `mdb_cursor_del` with `flags` (0 or `MDB_NODUPDATA`).
         pub fn del(&mut self, flags: u32) -> Res<()> {
             // SAFETY: as in `put`.
-            check(unsafe { ffi::mdb_cursor_del(self.0, flags) })
+            check(unsafe { (self.1.mdb_cursor_del)(self.0, flags) })
         }
 
         /// `mdb_cursor_count`.
@@ -699,7 +776,7 @@ mod lmdb {
             let mut n = 0;
             // SAFETY: the cursor is open in a live transaction; the out
             // pointer is valid.
-            check(unsafe { ffi::mdb_cursor_count(self.0, &mut n) })?;
+            check(unsafe { (self.1.mdb_cursor_count)(self.0, &mut n) })?;
             Ok(n as u64)
         }
     }
@@ -708,7 +785,7 @@ mod lmdb {
         fn drop(&mut self) {
             // SAFETY: opened by mdb_cursor_open, closed once, while its
             // transaction lives (the borrow).
-            unsafe { ffi::mdb_cursor_close(self.0) };
+            unsafe { (self.1.mdb_cursor_close)(self.0) };
         }
     }
 }
