@@ -18,6 +18,7 @@ use crate::consts::*;
 use crate::dbi::{put, reserve};
 use crate::error::to_code;
 use crate::handles::{self, Kind};
+use crate::main_view::{self, MAIN_DBI};
 use crate::txn::{txn_mut, MDB_txn, View};
 use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_val};
 
@@ -267,6 +268,8 @@ pub unsafe extern "C" fn mdb_cursor_open(
         let r = (|| {
             // SAFETY: checked.
             let t = unsafe { txn_mut(txn) }?;
+            // As LMDB: `MDB_BAD_TXN` in a failed, reset or parent transaction.
+            t.view()?;
             let (db, dup) = t.db(dbi)?;
             let c = Box::into_raw(Box::new(MDB_cursor {
                 txn,
@@ -441,8 +444,17 @@ unsafe fn get(
     data: *mut MDB_val,
     op: c_int,
 ) -> CResult<()> {
-    let v = t.view()?;
-    let ro = matches!(v, View::Ro(_));
+    let ro = matches!(t.view()?, View::Ro(_));
+    if c.dbi == MAIN_DBI
+        && !c.dup
+        && MERGED_OPS.contains(&op)
+        && c.live.is_none()
+        && !main_view::none_shown(t)?
+    {
+        let names = main_view::names(t)?;
+        // SAFETY: forwarded contract.
+        return unsafe { merged_get(c, t, &names, key, data, op) };
+    }
     if ro && matches!(op, MDB_NEXT | MDB_PREV) {
         if let Some(r) = c.step_live(op == MDB_NEXT) {
             let e = r?;
@@ -455,6 +467,7 @@ unsafe fn get(
         }
     }
     c.sync();
+    let v = t.view()?;
     let kept = c.live.take().filter(|_| ro && c.pos == Pos::At);
     let live = kept.is_some();
     // Boxed: the cursor is large, and kept ones move in and out of `live`.
@@ -509,11 +522,10 @@ unsafe fn get(
             match e {
                 Some(e) if op == MDB_SET_RANGE || e.0 == k => Some(e),
                 _ => {
-                    c.pos = if op == MDB_SET_RANGE {
-                        Pos::End
-                    } else {
-                        Pos::Unset
-                    };
+                    // Past the end; in an empty database LMDB's cursor is
+                    // not positioned at all (GET_CURRENT: EINVAL).
+                    let end = op == MDB_SET_RANGE && sc.last().map_err(err)?.is_some();
+                    c.pos = if end { Pos::End } else { Pos::Unset };
                     None
                 }
             }
@@ -589,6 +601,105 @@ unsafe fn get(
     Ok(())
 }
 
+/// The cursor operations that see the named databases' records in the main
+/// database ([`crate::main_view`]); the others are DUPSORT operations, which
+/// a plain main database refuses anyway.
+const MERGED_OPS: [c_int; 10] = [
+    MDB_FIRST,
+    MDB_LAST,
+    MDB_NEXT,
+    MDB_NEXT_NODUP,
+    MDB_PREV,
+    MDB_PREV_NODUP,
+    MDB_GET_CURRENT,
+    MDB_SET,
+    MDB_SET_KEY,
+    MDB_SET_RANGE,
+];
+
+/// `mdb_cursor_get` with `op` (one of [`MERGED_OPS`]) on the main database
+/// as LMDB shows it: its pairs and the named databases' `names`, merged.
+/// Every call seeks (no kept cursor); this runs only where named databases
+/// exist.
+///
+/// # Safety
+///
+/// As [`mdb_cursor_get`].
+unsafe fn merged_get(
+    c: &mut MDB_cursor,
+    t: &mut MDB_txn,
+    names: &[Vec<u8>],
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> CResult<()> {
+    use main_view::{exact, lower, upper, Found};
+    c.sync();
+    c.live = None;
+    let mut set_key = true;
+    let here = c.key.clone();
+    let found = match op {
+        MDB_FIRST => lower(t, names, None, true)?,
+        MDB_LAST => upper(t, names, None)?,
+        MDB_NEXT | MDB_NEXT_NODUP => match c.pos {
+            Pos::Unset => lower(t, names, None, true)?,
+            Pos::At => lower(t, names, Some(&here), false)?,
+            Pos::Deleted => lower(t, names, Some(&here), true)?,
+            Pos::End => None,
+        },
+        MDB_PREV | MDB_PREV_NODUP => match c.pos {
+            Pos::Unset | Pos::End => upper(t, names, None)?,
+            Pos::At | Pos::Deleted => upper(t, names, Some(&here))?,
+        },
+        MDB_GET_CURRENT => match c.pos {
+            Pos::Unset => return Err(libc::EINVAL),
+            Pos::End => None,
+            // The pair, or the one after it if it went meanwhile.
+            Pos::At | Pos::Deleted => lower(t, names, Some(&here), true)?,
+        },
+        _ => {
+            // SAFETY: per the contract.
+            let k = unsafe { input_key(key) }?;
+            set_key = op != MDB_SET;
+            let f = if op == MDB_SET_RANGE {
+                lower(t, names, Some(k), true)?
+            } else {
+                exact(t, names, k)?
+            };
+            if f.is_none() {
+                c.pos = if op == MDB_SET_RANGE {
+                    Pos::End
+                } else {
+                    Pos::Unset
+                };
+            }
+            f
+        }
+    };
+    let (k, v) = match found {
+        Some(Found::Pair(e)) => (e.0, e.1),
+        Some(Found::Name(n)) => main_view::record(t, &n)?,
+        None => {
+            if matches!(op, MDB_FIRST | MDB_LAST) {
+                c.pos = Pos::Unset;
+            }
+            return Err(MDB_NOTFOUND);
+        }
+    };
+    c.pos = Pos::At;
+    c.key.clear();
+    c.key.extend_from_slice(k);
+    // SAFETY: NULL or writable per the contract; both stay valid until the
+    // transaction ends or writes.
+    unsafe {
+        if set_key {
+            store(key, MDB_val::of(k));
+        }
+        store(data, MDB_val::of(v));
+    }
+    Ok(())
+}
+
 /// Stores a pair through the cursor and stands on it (`mdb_cursor_put`),
 /// with `mdb_put`'s flags plus `MDB_CURRENT` (replace the value under the
 /// cursor; `key` is then ignored) and `MDB_MULTIPLE` (DUPFIXED: `data[0]`
@@ -633,6 +744,17 @@ unsafe fn cursor_put(
 ) -> CResult<()> {
     c.sync();
     let (db, dup) = (c.db, c.dup);
+    if c.dbi == MAIN_DBI {
+        // SAFETY: per the contract.
+        let k = if flags & MDB_CURRENT != 0 {
+            c.key.clone()
+        } else {
+            unsafe { MDB_val::bytes(&*key) }.to_vec()
+        };
+        if main_view::is_record(t, MAIN_DBI, &k)? {
+            return Err(MDB_INCOMPATIBLE); // a named database's record, as LMDB
+        }
+    }
     let w = t.rw()?;
     if flags & MDB_MULTIPLE != 0 {
         // SAFETY: two `MDB_val`s per the contract.
@@ -723,6 +845,13 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
                     Restored::Ahead(Some(e)) | Restored::Exact(e) => c.save(e),
                     _ => return Err(MDB_NOTFOUND),
                 }
+            }
+            if main_view::is_record(t, c.dbi, &c.key)? {
+                // A named database's record: as LMDB, the transaction can
+                // then only abort.
+                t.rw()?;
+                t.failed = true;
+                return Err(MDB_INCOMPATIBLE);
             }
             let w = t.rw()?;
             let found = if c.dup && flags & MDB_NODUPDATA == 0 {

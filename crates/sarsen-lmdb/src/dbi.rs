@@ -8,7 +8,8 @@ use sarsen::{Database, DbOptions, KeyOrder, RwTxn};
 use crate::consts::*;
 use crate::env::env_ref;
 use crate::error::to_code;
-use crate::txn::{txn_mut, MDB_txn, State};
+use crate::main_view::{self, MAIN_DBI};
+use crate::txn::{txn_mut, MDB_txn, State, View};
 use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_env, MDB_stat, MDB_val};
 
 /// Flags `mdb_dbi_open` accepts.
@@ -65,24 +66,37 @@ fn open_once(
 ) -> CResult<Database> {
     // Shared access for a read transaction: its cursors may hold borrows
     // of the `RoTxn` (see `cursor.rs`).
+    // As LMDB: a name that is a plain key of the main database is not a
+    // database (`MDB_INCOMPATIBLE`), when no database has that name.
+    let main = main_view::main(t)?;
+    let plain_key = |v: View<'_>| -> CResult<bool> {
+        match name {
+            Some(n) => Ok(v.get(main, n.as_bytes()).map_err(err)?.is_some()),
+            None => Ok(false),
+        }
+    };
     match t.state.as_ref() {
         // As LMDB: creating in a read transaction is EACCES (when missing).
-        Some(State::Ro(r)) => {
-            r.open_db_with(name, o)
-                .map_err(err)?
-                .ok_or(if flags & MDB_CREATE != 0 {
-                    libc::EACCES
-                } else {
-                    MDB_NOTFOUND
-                })
-        }
+        Some(State::Ro(r)) => match r.open_db_with(name, o).map_err(err)? {
+            Some(db) => Ok(db),
+            None if plain_key(View::Ro(r))? => Err(MDB_INCOMPATIBLE),
+            None if flags & MDB_CREATE != 0 => Err(libc::EACCES),
+            None => Err(MDB_NOTFOUND),
+        },
         _ => {
             let w = t.rw()?;
-            if flags & MDB_CREATE != 0 {
-                w.create_db_with(name, o).map_err(err)
-            } else {
-                w.open_db_with(name, o).map_err(err)?.ok_or(MDB_NOTFOUND)
+            if let Some(db) = w.open_db_with(name, o).map_err(err)? {
+                return Ok(db);
             }
+            if plain_key(View::Rw(w))? {
+                return Err(MDB_INCOMPATIBLE);
+            }
+            if flags & MDB_CREATE == 0 {
+                return Err(MDB_NOTFOUND);
+            }
+            let db = w.create_db_with(name, o).map_err(err)?;
+            t.names = None;
+            Ok(db)
         }
     }
 }
@@ -181,9 +195,14 @@ pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MD
     // SAFETY: forwarded contract.
     unsafe {
         with_db(txn, dbi, |t, db, _| {
-            let s = t.view()?.stat(db).map_err(err)?;
+            let mut s = MDB_stat::from(t.view()?.stat(db).map_err(err)?);
+            if dbi == MAIN_DBI && !main_view::none_shown(t)? {
+                let names = main_view::names(t)?;
+                let main = main_view::main(t)?;
+                s.ms_entries += main_view::record_count(&t.view()?, main, &names)? as usize;
+            }
             // SAFETY: non-NULL, writable per the contract.
-            store(stat, MDB_stat::from(s));
+            store(stat, s);
             Ok(())
         })
     }
@@ -195,6 +214,22 @@ fn order_flags(o: &KeyOrder, reverse: c_uint, integer: c_uint) -> c_uint {
         KeyOrder::U32 | KeyOrder::U64 => integer,
         _ => 0,
     }
+}
+
+/// The flags database `db` records, as `mdb_dbi_open` takes them.
+pub(crate) fn flags_of(v: &View<'_>, db: Database) -> CResult<c_uint> {
+    let mut f = order_flags(
+        &v.key_order(db).map_err(err)?,
+        MDB_REVERSEKEY,
+        MDB_INTEGERKEY,
+    );
+    if let Some(d) = v.dup_mode(db).map_err(err)? {
+        f |= MDB_DUPSORT | order_flags(&d.order, MDB_REVERSEDUP, MDB_INTEGERDUP);
+        if d.fixed {
+            f |= MDB_DUPFIXED;
+        }
+    }
+    Ok(f)
 }
 
 /// The flags a database records (`mdb_dbi_flags`), as `mdb_dbi_open` takes them.
@@ -214,18 +249,7 @@ pub unsafe extern "C" fn mdb_dbi_flags(
     // SAFETY: forwarded contract.
     unsafe {
         with_db(txn, dbi, |t, db, _| {
-            let v = t.view()?;
-            let mut f = order_flags(
-                &v.key_order(db).map_err(err)?,
-                MDB_REVERSEKEY,
-                MDB_INTEGERKEY,
-            );
-            if let Some(d) = v.dup_mode(db).map_err(err)? {
-                f |= MDB_DUPSORT | order_flags(&d.order, MDB_REVERSEDUP, MDB_INTEGERDUP);
-                if d.fixed {
-                    f |= MDB_DUPFIXED;
-                }
-            }
+            let f = flags_of(&t.view()?, db)?;
             // SAFETY: non-NULL, writable per the contract.
             store(flags, f);
             Ok(())
@@ -263,6 +287,7 @@ pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -
             let w = t.rw()?;
             if del != 0 && dbi >= 2 {
                 w.drop_db(db).map_err(err)?;
+                t.names = None;
                 t.envh().forget_dbi(dbi);
                 Ok(())
             } else {
@@ -295,9 +320,17 @@ pub unsafe extern "C" fn mdb_get(
         with_db(txn, dbi, |t, db, _| {
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
-            let v = t.view()?.get(db, k).map_err(err)?.ok_or(MDB_NOTFOUND)?;
-            store(data, MDB_val::of(v));
-            Ok(())
+            if let Some(v) = t.view()?.get(db, k).map_err(err)? {
+                store(data, MDB_val::of(v));
+                return Ok(());
+            }
+            // A named database's record, in the main database.
+            if main_view::is_record(t, dbi, k)? {
+                let (_, rec) = main_view::record(t, k)?;
+                store(data, MDB_val::of(rec));
+                return Ok(());
+            }
+            Err(MDB_NOTFOUND)
         })
     }
 }
@@ -399,6 +432,16 @@ pub unsafe extern "C" fn mdb_put(
         with_db(txn, dbi, |t, db, dup| {
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
+            if main_view::is_record(t, dbi, k)? {
+                // A named database's record: as LMDB, `MDB_KEYEXIST` with
+                // it under `MDB_NOOVERWRITE`, else `MDB_INCOMPATIBLE`.
+                t.rw()?;
+                if flags & MDB_NOOVERWRITE != 0 {
+                    *data = MDB_val::of(main_view::record(t, k)?.1);
+                    return Err(MDB_KEYEXIST);
+                }
+                return Err(MDB_INCOMPATIBLE);
+            }
             if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
                 reserve(t, db, k, &mut *data, buf);
             }
@@ -430,6 +473,13 @@ pub unsafe extern "C" fn mdb_del(
         with_db(txn, dbi, |t, db, dup| {
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
+            if main_view::is_record(t, dbi, k)? {
+                // A named database's record: as LMDB, the transaction
+                // can then only abort.
+                t.rw()?;
+                t.failed = true;
+                return Err(MDB_INCOMPATIBLE);
+            }
             let w = t.rw()?;
             let found = if dup && !data.is_null() {
                 // SAFETY: non-NULL and valid per the contract.

@@ -492,11 +492,17 @@ pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) ->
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_env(env, |_, e| {
+        with_env(env, |h, _| {
+            // `&'static`, as transaction views hold it (see `MDB_env::env`).
+            let e = h.env()?;
             let r = e.read_txn().map_err(|e| to_code(&e))?;
-            let s = r.stat(e.main_db()).map_err(|e| to_code(&e))?;
+            let mut s = MDB_stat::from(r.stat(e.main_db()).map_err(|e| to_code(&e))?);
+            // As LMDB: the named databases' records count as entries.
+            let v = crate::txn::View::Ro(&r);
+            let names = crate::main_view::names_in(&v, e.main_db())?;
+            s.ms_entries += crate::main_view::record_count(&v, e.main_db(), &names)? as usize;
             // SAFETY: non-NULL, writable per the contract.
-            store(stat, MDB_stat::from(s));
+            store(stat, s);
             Ok(())
         })
     }

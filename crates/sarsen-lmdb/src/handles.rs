@@ -7,7 +7,7 @@
 //! The table is behind one mutex; to spare a lock per call, each thread
 //! remembers the last few handles it found live, valid while no handle has
 //! been unregistered since (a global epoch, bumped by every
-//! [`unregister`]). A cached answer is no weaker than a locked lookup: both
+//! `unregister`). A cached answer is no weaker than a locked lookup: both
 //! can only tell that the handle was live at the time of the check (LMDB's
 //! rules forbid closing a handle while another thread uses it).
 

@@ -30,6 +30,7 @@ pub mod dbi;
 pub mod env;
 pub mod error;
 pub mod handles;
+pub mod main_view;
 pub mod stubs;
 pub mod txn;
 

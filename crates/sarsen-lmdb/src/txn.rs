@@ -53,6 +53,16 @@ pub struct MDB_txn {
     /// the database, the key, and the buffer handed out. Stored by the
     /// next call on this transaction (or its commit).
     pub(crate) reserved: Option<(Database, Vec<u8>, Vec<u8>)>,
+    /// The named databases the main database shows, once asked
+    /// ([`crate::main_view::names`]); `None` after a database is created
+    /// or dropped.
+    pub(crate) names: Option<Vec<Vec<u8>>>,
+    /// Keys and `MDB_db` records of names returned through the main
+    /// database, kept until the transaction ends.
+    pub(crate) records: Vec<Box<[u8]>>,
+    /// A write failed in a way after which LMDB allows only an abort: every
+    /// call but `mdb_txn_abort` is then `MDB_BAD_TXN` (a commit aborts).
+    pub(crate) failed: bool,
 }
 
 /// Read access to a transaction of either kind.
@@ -92,6 +102,12 @@ impl<'a> View<'a> {
             View::Rw(t) => t.key_order(db),
         }
     }
+    pub(crate) fn list_dbs(&self) -> sarsen::Result<Vec<String>> {
+        match self {
+            View::Ro(t) => t.list_dbs(),
+            View::Rw(t) => t.list_dbs(),
+        }
+    }
 }
 
 impl MDB_txn {
@@ -104,7 +120,7 @@ impl MDB_txn {
     }
 
     fn usable(&self) -> CResult<()> {
-        if self.child.is_null() {
+        if self.child.is_null() && !self.failed {
             Ok(())
         } else {
             Err(MDB_BAD_TXN)
@@ -230,6 +246,9 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
         state: Some(state),
         cursors: Vec::new(),
         reserved: None,
+        names: None,
+        records: Vec::new(),
+        failed: false,
         rdonly,
     }));
     if !parent.is_null() {
@@ -261,6 +280,9 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
         rc = unsafe { end(b.child, commit) };
         b.child = ptr::null_mut();
     }
+    if commit && rc == MDB_SUCCESS && b.failed {
+        rc = MDB_BAD_TXN;
+    }
     if commit && rc == MDB_SUCCESS {
         if let Err(e) = b.flush() {
             rc = e;
@@ -286,7 +308,11 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
     // A parent being ended is unregistered already and drops its pointer itself.
     if handles::is_live(b.parent, Kind::Txn) {
         // SAFETY: a live parent outlives its child.
-        unsafe { (*b.parent).child = ptr::null_mut() };
+        unsafe {
+            (*b.parent).child = ptr::null_mut();
+            // The child may have created or dropped databases.
+            (*b.parent).names = None;
+        }
     }
     b.envh().live_txns.fetch_sub(1, Ordering::AcqRel);
     rc
@@ -343,6 +369,7 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
             if let Some(State::Ro(r)) = t.state.take() {
                 t.state = Some(State::Reset(r.reset()));
             }
+            t.names = None;
         }
     })
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{lib_dir, lmdb_src};
@@ -198,6 +198,77 @@ fn lmdb_tools() {
     sh(&d3, &drop, &["-d", "-s", "id2", "loaded"]);
 }
 
+/// Builds C program `prog` twice in `d`: against real LMDB (compiled from
+/// the registry's `mdb.c`/`midl.c` in `src`) and against our library.
+/// Returns (LMDB's, ours).
+fn build_both(prog: &Path, src: &Path, d: &Path) -> (PathBuf, PathBuf) {
+    let name = prog.file_stem().unwrap().to_string_lossy().into_owned();
+    let ours = d.join(format!("{name}_sarsen"));
+    compile(prog, &ours);
+    let real = d.join(format!("{name}_lmdb"));
+    let o = Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&real)
+        .arg(prog)
+        .arg(src.join("mdb.c"))
+        .arg(src.join("midl.c"))
+        .arg("-I")
+        .arg(src)
+        .arg("-lpthread")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "building {name} with LMDB failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (real, ours)
+}
+
+/// `tests/c/named.c`: named databases seen through the main database
+/// (cursor walks, `mdb_get`, counts, writes of a name's key, a plain key
+/// opened as a database, nested, dropped and aborted creations), built
+/// against real LMDB and against our library: the outputs must be equal.
+#[test]
+fn named_databases_in_main_as_lmdb() {
+    if !have_cc() {
+        eprintln!("skipping named.c: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping named.c: LMDB's sources are not in the cargo registry");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/named.c");
+    let (real, ours) = build_both(&prog, &src, d);
+    let run = |exe: &Path| {
+        let db = d.join("testdb");
+        let _ = std::fs::remove_dir_all(&db);
+        std::fs::create_dir(&db).unwrap();
+        String::from_utf8(sh(d, exe, &[])).unwrap()
+    };
+    let (l, s) = (run(&real), run(&ours));
+    assert!(
+        l.contains("committed fwd: a/1 b/48 m/1 n/48 z/1 zz/48 zzz/1"),
+        "{l}"
+    );
+    if l != s {
+        let diff: Vec<String> = l
+            .lines()
+            .zip(s.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("LMDB:   {a}\nSarsen: {b}"))
+            .collect();
+        panic!(
+            "named.c differs:\n{}\n\nLMDB's whole output:\n{l}",
+            diff.join("\n")
+        );
+    }
+}
+
 /// `tests/c/diff.c`, a seeded random program over the API that prints
 /// every call's outcome (puts with `NOOVERWRITE`/`NODUPDATA`, gets,
 /// deletes with and without a value, cursor moves of every kind in read
@@ -219,26 +290,7 @@ fn differential_against_lmdb() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/diff.c");
-    let ours = d.join("diff_sarsen");
-    compile(&prog, &ours);
-    let real = d.join("diff_lmdb");
-    let o = Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
-        .arg(&real)
-        .arg(&prog)
-        .arg(src.join("mdb.c"))
-        .arg(src.join("midl.c"))
-        .arg("-I")
-        .arg(&src)
-        .arg("-lpthread")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "building LMDB failed:\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (real, ours) = build_both(&prog, &src, d);
     let seeds: u64 = std::env::var("SARSEN_CAPI_DIFF_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
