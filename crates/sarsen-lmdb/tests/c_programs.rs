@@ -136,7 +136,8 @@ fn abuse_c() {
 /// LMDB's tools `mdb_stat`, `mdb_dump`, `mdb_load`, `mdb_copy` and
 /// `mdb_drop`, compiled unchanged, on databases written by `mtest.c`
 /// (main database) and `mtest3.c` (a DUPSORT named database): each exits
-/// 0, and dump | load | dump gives the first dump back.
+/// 0, and dump | load | dump gives the first dump back, by name (`-s`) and
+/// of every database (`-a`).
 #[test]
 fn lmdb_tools() {
     if !have_cc() {
@@ -196,6 +197,16 @@ fn lmdb_tools() {
     sh(&d3, &load, &["-f", "a", "-s", "id2", "loaded"]);
     assert_eq!(sh(&d3, &dump, &["-s", "id2", "loaded"]), a);
     sh(&d3, &drop, &["-d", "-s", "id2", "loaded"]);
+    // Every database (-a): the tools find the named ones as keys of the
+    // main database.
+    let all = sh(&d3, &dump, &["-a", "testdb"]);
+    assert!(String::from_utf8_lossy(&all).contains("database=id2"));
+    std::fs::write(d3.join("all"), &all).unwrap();
+    std::fs::create_dir(d3.join("loaded_all")).unwrap();
+    sh(&d3, &load, &["-f", "all", "loaded_all"]);
+    assert_eq!(sh(&d3, &dump, &["-a", "loaded_all"]), all);
+    let st = String::from_utf8(sh(&d3, &stat, &["-a", "loaded_all"])).unwrap();
+    assert!(st.contains("Status of id2"), "{st}");
 }
 
 /// Builds C program `prog` twice in `d`: against real LMDB (compiled from
