@@ -270,7 +270,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
             let t = unsafe { txn_mut(txn) }?;
             // As LMDB: `MDB_BAD_TXN` in a failed, reset or parent transaction.
             t.view()?;
-            let (db, dup) = t.db(dbi)?;
+            let crate::env::DbiInfo { db, dup, .. } = t.db(dbi)?;
             let c = Box::into_raw(Box::new(MDB_cursor {
                 txn,
                 dbi,
@@ -340,7 +340,8 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
                     old.cursors.retain(|&p| !ptr::eq(p, cursor));
                 }
             }
-            (c.db, c.dup) = t.db(c.dbi)?;
+            let info = t.db(c.dbi)?;
+            (c.db, c.dup) = (info.db, info.dup);
             c.txn = txn;
             c.pos = Pos::Unset;
             c.live = None;
@@ -744,6 +745,12 @@ unsafe fn cursor_put(
 ) -> CResult<()> {
     c.sync();
     let (db, dup) = (c.db, c.dup);
+    if t.db(c.dbi)?.int && flags & MDB_CURRENT == 0 {
+        // SAFETY: per the contract; under `MDB_MULTIPLE` the first of two
+        // `MDB_val`s gives a value's size.
+        let (k, len) = unsafe { (MDB_val::bytes(&*key), (*data).mv_size) };
+        crate::dbi::fit_integers(t, c.dbi, db, k, len)?;
+    }
     if c.dbi == MAIN_DBI {
         // SAFETY: per the contract.
         let k = if flags & MDB_CURRENT != 0 {

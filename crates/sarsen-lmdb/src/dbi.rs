@@ -6,7 +6,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use sarsen::{Database, DbOptions, KeyOrder, RwTxn};
 
 use crate::consts::*;
-use crate::env::env_ref;
+use crate::env::{env_ref, DbiInfo};
 use crate::error::to_code;
 use crate::main_view::{self, MAIN_DBI};
 use crate::txn::{txn_mut, MDB_txn, State, View};
@@ -147,7 +147,14 @@ pub unsafe extern "C" fn mdb_dbi_open(
                             Ok(d) => d,
                             Err(e) => return e,
                         };
-                        let n = t.envh().dbi_of(db, dup, name.is_none());
+                        let int = flags & (MDB_INTEGERKEY | MDB_INTEGERDUP) != 0;
+                        let info = DbiInfo { db, dup, int };
+                        let n = t.envh().dbi_of(info, name.is_none());
+                        if let (true, Some(name)) = (int, name) {
+                            let mut m =
+                                t.envh().int_names.lock().unwrap_or_else(|e| e.into_inner());
+                            m.insert(n, name.to_string());
+                        }
                         // SAFETY: non-NULL, writable per the contract.
                         unsafe { dbi.write(n) };
                         return MDB_SUCCESS;
@@ -170,13 +177,13 @@ pub unsafe extern "C" fn mdb_dbi_open(
 unsafe fn with_db(
     txn: *mut MDB_txn,
     dbi: MDB_dbi,
-    f: impl FnOnce(&mut MDB_txn, Database, bool) -> CResult<()>,
+    f: impl FnOnce(&mut MDB_txn, Database, DbiInfo) -> CResult<()>,
 ) -> c_int {
     guard(|| {
         // SAFETY: checked.
         let r = unsafe { txn_mut(txn) }.and_then(|t| {
-            let (db, dup) = t.db(dbi)?;
-            f(t, db, dup)
+            let info = t.db(dbi)?;
+            f(t, info.db, info)
         });
         code(r)
     })
@@ -335,6 +342,66 @@ pub unsafe extern "C" fn mdb_get(
     }
 }
 
+/// The width of an integer order for an integer of `len` bytes, if it is
+/// not `o`'s: `MDB_INTEGERKEY`/`MDB_INTEGERDUP` take `unsigned int` (4
+/// bytes) or `size_t` (8) integers.
+fn refit(o: &KeyOrder, len: usize) -> Option<KeyOrder> {
+    match (o, len) {
+        (KeyOrder::U64, 4) => Some(KeyOrder::U32),
+        (KeyOrder::U32, 8) => Some(KeyOrder::U64),
+        _ => None,
+    }
+}
+
+/// Before a put of `key` and a value of `val_len` bytes into named integer
+/// database `dbi` (`MDB_INTEGERKEY` or `MDB_INTEGERDUP`): LMDB compares integers of the
+/// size it is given, 4 or 8 bytes, while Sarsen records one width when it
+/// creates a database (8 bytes here, before any key is seen). So while the
+/// database is empty, a put of the other width re-creates it (dropped and
+/// created again in this transaction, with the same name, options and
+/// Sarsen handle) with that width. An abort undoes it with the rest.
+pub(crate) fn fit_integers(
+    t: &mut MDB_txn,
+    dbi: MDB_dbi,
+    db: Database,
+    key: &[u8],
+    val_len: usize,
+) -> CResult<()> {
+    let v = t.view()?;
+    let order = v.key_order(db).map_err(err)?;
+    let dups = v.dup_mode(db).map_err(err)?;
+    let key_to = refit(&order, key.len());
+    let dup_to = dups.as_ref().and_then(|d| refit(&d.order, val_len));
+    if key_to.is_none() && dup_to.is_none() || v.stat(db).map_err(err)?.entries != 0 {
+        return Ok(()); // Sarsen checks the sizes in the put
+    }
+    let name = t
+        .envh()
+        .int_names
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&dbi)
+        .cloned();
+    let Some(name) = name else {
+        return Ok(()); // the main database: not re-created
+    };
+    let mut o = DbOptions::new().key_order(key_to.unwrap_or(order));
+    if let Some(d) = dups {
+        o = o.dup_sort(dup_to.unwrap_or(d.order));
+        if d.fixed {
+            o = o.dup_fixed();
+        }
+    }
+    let w = t.rw()?;
+    w.drop_db(db).map_err(err)?;
+    let again = w.create_db_with(Some(&name), &o).map_err(err)?;
+    // The environment's registry gives a name the same handle for life.
+    if again != db {
+        return Err(MDB_PANIC);
+    }
+    Ok(())
+}
+
 /// Whether `db` is DUPSORT in `t`'s view.
 pub(crate) fn is_dup(t: &MDB_txn, db: Database) -> CResult<bool> {
     Ok(t.view()?.dup_mode(db).map_err(err)?.is_some())
@@ -429,9 +496,13 @@ pub unsafe extern "C" fn mdb_put(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db, dup| {
+        with_db(txn, dbi, |t, db, info| {
+            let dup = info.dup;
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
+            if info.int {
+                fit_integers(t, dbi, db, k, (*data).mv_size)?;
+            }
             if main_view::is_record(t, dbi, k)? {
                 // A named database's record: as LMDB, `MDB_KEYEXIST` with
                 // it under `MDB_NOOVERWRITE`, else `MDB_INCOMPATIBLE`.
@@ -470,7 +541,8 @@ pub unsafe extern "C" fn mdb_del(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db, dup| {
+        with_db(txn, dbi, |t, db, info| {
+            let dup = info.dup;
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
             if main_view::is_record(t, dbi, k)? {
@@ -518,7 +590,9 @@ unsafe fn compare(
         let Ok(t) = (unsafe { txn_mut(txn) }) else {
             return 0;
         };
-        let Ok((db, _)) = t.db(dbi) else { return 0 };
+        let Ok(DbiInfo { db, .. }) = t.db(dbi) else {
+            return 0;
+        };
         let Ok(v) = t.view() else { return 0 };
         let order = if dup {
             match v.dup_mode(db) {

@@ -43,6 +43,17 @@ struct Config {
     fd: Option<std::fs::File>,
 }
 
+/// What a database handle number stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DbiInfo {
+    /// The Sarsen handle.
+    pub(crate) db: Database,
+    /// Whether it is DUPSORT (fixed when it was created).
+    pub(crate) dup: bool,
+    /// Whether it was opened with `MDB_INTEGERKEY` or `MDB_INTEGERDUP`.
+    pub(crate) int: bool,
+}
+
 /// An environment handle (LMDB's `MDB_env`). Created by
 /// [`mdb_env_create`], opened by [`mdb_env_open`], freed by
 /// [`mdb_env_close`].
@@ -53,9 +64,11 @@ pub struct MDB_env {
     /// Transactions begun and not yet ended.
     pub(crate) live_txns: AtomicUsize,
     /// Database handles: index `MDB_dbi`; 0 is never used (LMDB's free
-    /// list), 1 is the main database once a transaction opened it. Each
-    /// with whether it is DUPSORT (fixed when it was created).
-    pub(crate) dbis: RwLock<Vec<Option<(Database, bool)>>>,
+    /// list), 1 is the main database once a transaction opened it.
+    pub(crate) dbis: RwLock<Vec<Option<DbiInfo>>>,
+    /// The names of the named databases opened with `MDB_INTEGERKEY` or
+    /// `MDB_INTEGERDUP`, by `MDB_dbi` (see [`crate::dbi::fit_integers`]).
+    pub(crate) int_names: Mutex<std::collections::HashMap<crate::MDB_dbi, String>>,
 }
 
 impl MDB_env {
@@ -77,21 +90,19 @@ impl MDB_env {
         self.cfg.lock().unwrap_or_else(|e| e.into_inner()).flags
     }
 
-    /// The Sarsen handle of `dbi` and whether it is DUPSORT, or `EINVAL`
-    /// for a number never given out.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<(Database, bool)> {
+    /// What `dbi` stands for, or `EINVAL` for a number never given out.
+    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<DbiInfo> {
         let t = self.dbis.read().unwrap_or_else(|e| e.into_inner());
         t.get(dbi as usize).copied().flatten().ok_or(libc::EINVAL)
     }
 
-    /// The `MDB_dbi` of `db` (DUPSORT if `dup`), giving it a number if it
-    /// has none.
-    pub(crate) fn dbi_of(&self, db: Database, dup: bool, main: bool) -> crate::MDB_dbi {
+    /// The `MDB_dbi` of database `info`, giving it a number if it has none.
+    pub(crate) fn dbi_of(&self, info: DbiInfo, main: bool) -> crate::MDB_dbi {
         let mut t = self.dbis.write().unwrap_or_else(|e| e.into_inner());
         if t.len() < 2 {
             t.resize(2, None);
         }
-        let entry = Some((db, dup));
+        let entry = Some(info);
         if main {
             t[1] = entry;
             return 1;
@@ -154,6 +165,7 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
             env: AtomicPtr::new(ptr::null_mut()),
             live_txns: AtomicUsize::new(0),
             dbis: RwLock::new(Vec::new()),
+            int_names: Mutex::new(std::collections::HashMap::new()),
         }));
         handles::register(h, Kind::Env);
         // SAFETY: `env` is non-NULL and the caller promises it is writable.

@@ -162,8 +162,8 @@ impl MDB_txn {
         Ok(())
     }
 
-    /// The Sarsen handle of `dbi` and whether it is DUPSORT.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<(Database, bool)> {
+    /// What `dbi` stands for.
+    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<crate::env::DbiInfo> {
         self.envh().db(dbi)
     }
 }

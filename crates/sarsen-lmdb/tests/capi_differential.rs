@@ -17,9 +17,11 @@
 //! included here. The executor compares only what LMDB defines (see that
 //! test's module doc); both runs here make the same calls.
 //!
-//! Cases with 4-byte integer keys or values (`MDB_INTEGERKEY` or
-//! `MDB_INTEGERDUP` of `unsigned int`) are left out: this library gives a
-//! new integer database one width, 8 bytes (see the README's differences).
+//! Cases whose main database has 4-byte integer keys or values
+//! (`MDB_INTEGERKEY` or `MDB_INTEGERDUP` of `unsigned int`) are left out:
+//! this library gives a database one integer width when it is created, and
+//! re-creates an empty named database for the width of its first put, but
+//! cannot re-create the main database (see the README's differences).
 //!
 //! Knobs as `lmdb_differential`: `SARSEN_DIFF_CASES=<n>` (default 32),
 //! `SARSEN_DIFF_SEED=<u64>` replays one case, `SARSEN_DIFF_SHRINK_SECS`.
@@ -119,11 +121,12 @@ fn run_sarsen(case: &Case) -> Vec<Outcome> {
     run_lib(capi(), case)
 }
 
-/// Whether `case` uses 4-byte integer keys or values (see the module doc).
-fn narrow_integers(case: &Case) -> bool {
+/// Whether the main database of `case` has 4-byte integers (see the
+/// module doc).
+fn narrow_main(case: &Case) -> bool {
     case.dbs
         .iter()
-        .any(|d| d.1 == Order::U32 || d.2.is_some_and(|x| x.order == Order::U32))
+        .any(|d| d.0.is_none() && (d.1 == Order::U32 || d.2.is_some_and(|x| x.order == Order::U32)))
 }
 
 fn seeds() -> Vec<u64> {
@@ -145,7 +148,7 @@ fn capi_matches_lmdb() {
     let mut run = 0;
     for seed in seeds() {
         let case = gen_case(seed);
-        if narrow_integers(&case) {
+        if narrow_main(&case) {
             continue;
         }
         run += 1;
@@ -160,6 +163,6 @@ fn capi_matches_lmdb() {
             "seed {seed}: both stopped after {n} instructions: {last:?}"
         );
     }
-    eprintln!("{run} cases run through liblmdb.so (the others have 4-byte integers)");
+    eprintln!("{run} cases through liblmdb.so (the others: a main database of 4-byte integers)");
     assert!(run > 0, "every case was left out");
 }
