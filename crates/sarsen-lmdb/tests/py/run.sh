@@ -63,8 +63,6 @@ if [ "${PYLMDB_SUITE:-0}" = 1 ]; then
     # the map size as a hard limit:
     differences="$differences env_test.py::OpenTest::test_tiny_size
         env_test.py::SetMapSizeTest::test_applied env_test.py::SetMapSizeTest::test_multiple_resizes"
-    # 4-byte MDB_INTEGERKEY / MDB_INTEGERDUP integers:
-    differences="$differences txn_test.py::GetTest::test_integerdup txn_test.py::GetTest::test_integerkey"
     # one open per path and process:
     differences="$differences env_test.py::OpenTest::test_open_same_path_twice
         env_test.py::OpenTest::test_open_symlink_twice"
