@@ -12,8 +12,9 @@
 //! rules forbid closing a handle while another thread uses it).
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::ffi::c_int;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -28,7 +29,31 @@ pub enum Kind {
     Cursor,
 }
 
-static LIVE: Mutex<BTreeMap<usize, Kind>> = Mutex::new(BTreeMap::new());
+/// Hashes a handle's address: live addresses are distinct and 8-byte
+/// aligned, so one multiply (Fibonacci hashing) spreads them.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Live handles by address.
+type Table = HashMap<usize, Kind, BuildHasherDefault<AddrHasher>>;
+
+static LIVE: Mutex<Option<Table>> = Mutex::new(None);
 
 /// Bumped by every [`unregister`]: a thread's cache of live handles is
 /// valid while it holds the value the cache was filled under.
@@ -49,20 +74,25 @@ fn tag(p: usize, k: Kind) -> usize {
     p | (k as usize + 1)
 }
 
-fn table() -> std::sync::MutexGuard<'static, BTreeMap<usize, Kind>> {
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+/// Runs `f` on the table, under its lock.
+fn with_table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
+    let mut g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(Table::default))
 }
 
 /// Records `p` as a live handle of kind `k`.
 pub(crate) fn register<T>(p: *mut T, k: Kind) {
-    table().insert(p as usize, k);
+    with_table(|t| t.insert(p as usize, k));
 }
 
 /// Forgets `p`; whether it was a live handle of kind `k`.
 pub(crate) fn unregister<T>(p: *mut T, k: Kind) -> bool {
-    let mut t = table();
-    if t.get(&(p as usize)) == Some(&k) {
-        t.remove(&(p as usize));
+    with_table(|t| unregister_in(t, p as usize, k))
+}
+
+fn unregister_in(t: &mut Table, p: usize, k: Kind) -> bool {
+    if t.get(&p) == Some(&k) {
+        t.remove(&p);
         // Under the lock: a thread that fills its cache after this sees
         // the new epoch, or filled it from a table without `p`.
         EPOCH.fetch_add(1, Ordering::AcqRel);
@@ -84,7 +114,7 @@ pub(crate) fn is_live<T>(p: *const T, k: Kind) -> bool {
     if seen_epoch == epoch && seen.contains(&want) {
         return true;
     }
-    if table().get(&p) != Some(&k) {
+    if with_table(|t| t.get(&p) != Some(&k)) {
         return false;
     }
     // `epoch` was read before the lookup: if `p` was unregistered since,
