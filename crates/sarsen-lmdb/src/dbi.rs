@@ -58,43 +58,87 @@ fn options(flags: c_uint, int_key: KeyOrder, int_dup: KeyOrder) -> DbOptions {
     o
 }
 
-fn open_once(
+/// Why [`open_once`] failed: an engine error (kept whole: its
+/// `NoComparator` is retried) or an LMDB code.
+enum OpenErr {
+    Engine(sarsen::Error),
+    Code(c_int),
+}
+
+impl From<c_int> for OpenErr {
+    fn from(c: c_int) -> OpenErr {
+        OpenErr::Code(c)
+    }
+}
+
+/// [`open_once`], attaching this layer's comparators to a database that
+/// records them (`mdb_set_compare`, `mdb_set_dupsort`).
+fn open_with_comparators(
     t: &mut MDB_txn,
     name: Option<&str>,
     flags: c_uint,
     o: &DbOptions,
 ) -> CResult<Database> {
+    let mut o = o.clone();
+    for _ in 0..3 {
+        match open_once(t, name, flags, &o) {
+            Ok(db) => return Ok(db),
+            // A comparator not attached yet, or an order given from the
+            // flags where the database records one of ours.
+            Err(OpenErr::Engine(
+                sarsen::Error::NoComparator { name: c, .. }
+                | sarsen::Error::KeyOrderMismatch { recorded: c, .. }
+                | sarsen::Error::DupModeMismatch { recorded: c, .. },
+            )) => match crate::compare::with_trampoline(t.envh(), name, &o, &c) {
+                Some(with) => o = with,
+                None => return Err(MDB_INCOMPATIBLE),
+            },
+            Err(OpenErr::Engine(e)) => return Err(err(e)),
+            Err(OpenErr::Code(c)) => return Err(c),
+        }
+    }
+    Err(MDB_INCOMPATIBLE)
+}
+
+/// Opens (with `MDB_CREATE`, creates) database `name` with options `o`.
+fn open_once(
+    t: &mut MDB_txn,
+    name: Option<&str>,
+    flags: c_uint,
+    o: &DbOptions,
+) -> Result<Database, OpenErr> {
+    let eng = OpenErr::Engine;
     // Shared access for a read transaction: its cursors may hold borrows
     // of the `RoTxn` (see `cursor.rs`).
     // As LMDB: a name that is a plain key of the main database is not a
     // database (`MDB_INCOMPATIBLE`), when no database has that name.
     let main = main_view::main(t)?;
-    let plain_key = |v: View<'_>| -> CResult<bool> {
+    let plain_key = |v: View<'_>| -> Result<bool, OpenErr> {
         match name {
-            Some(n) => Ok(v.get(main, n.as_bytes()).map_err(err)?.is_some()),
+            Some(n) => Ok(v.get(main, n.as_bytes()).map_err(eng)?.is_some()),
             None => Ok(false),
         }
     };
     match t.state.as_ref() {
         // As LMDB: creating in a read transaction is EACCES (when missing).
-        Some(State::Ro(r)) => match r.open_db_with(name, o).map_err(err)? {
+        Some(State::Ro(r)) => match r.open_db_with(name, o).map_err(eng)? {
             Some(db) => Ok(db),
-            None if plain_key(View::Ro(r))? => Err(MDB_INCOMPATIBLE),
-            None if flags & MDB_CREATE != 0 => Err(libc::EACCES),
-            None => Err(MDB_NOTFOUND),
+            None if plain_key(View::Ro(r))? => Err(MDB_INCOMPATIBLE.into()),
+            None if flags & MDB_CREATE != 0 => Err(libc::EACCES.into()),
+            None => Err(MDB_NOTFOUND.into()),
         },
         _ => {
             let w = t.rw()?;
-            if let Some(db) = w.open_db_with(name, o).map_err(err)? {
+            if let Some(db) = w.open_db_with(name, o).map_err(eng)? {
                 return Ok(db);
             }
             if plain_key(View::Rw(w))? {
-                return Err(MDB_INCOMPATIBLE);
+                return Err(MDB_INCOMPATIBLE.into());
             }
             if flags & MDB_CREATE == 0 {
-                return Err(MDB_NOTFOUND);
+                return Err(MDB_NOTFOUND.into());
             }
-            let db = w.create_db_with(name, o).map_err(err)?;
+            let db = w.create_db_with(name, o).map_err(eng)?;
             t.names = None;
             Ok(db)
         }
@@ -141,7 +185,7 @@ pub unsafe extern "C" fn mdb_dbi_open(
         for k in &widths {
             for d in &widths {
                 let o = options(flags, k.clone(), d.clone());
-                match open_once(t, name, flags, &o) {
+                match open_with_comparators(t, name, flags, &o) {
                     Ok(db) => {
                         let dup = match is_dup(t, db) {
                             Ok(d) => d,
@@ -150,9 +194,9 @@ pub unsafe extern "C" fn mdb_dbi_open(
                         let int = flags & (MDB_INTEGERKEY | MDB_INTEGERDUP) != 0;
                         let info = DbiInfo { db, dup, int };
                         let n = t.envh().dbi_of(info, name.is_none());
-                        if let (true, Some(name)) = (int, name) {
+                        if let Some(name) = name {
                             let mut m =
-                                t.envh().int_names.lock().unwrap_or_else(|e| e.into_inner());
+                                t.envh().dbi_names.lock().unwrap_or_else(|e| e.into_inner());
                             m.insert(n, name.to_string());
                         }
                         // SAFETY: non-NULL, writable per the contract.
@@ -375,14 +419,7 @@ pub(crate) fn fit_integers(
     if key_to.is_none() && dup_to.is_none() || v.stat(db).map_err(err)?.entries != 0 {
         return Ok(()); // Sarsen checks the sizes in the put
     }
-    let name = t
-        .envh()
-        .int_names
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&dbi)
-        .cloned();
-    let Some(name) = name else {
+    let Some(name) = t.envh().dbi_name(dbi) else {
         return Ok(()); // the main database: not re-created
     };
     let mut o = DbOptions::new().key_order(key_to.unwrap_or(order));

@@ -1,11 +1,12 @@
 //! `MDB_env`: an environment handle owning a boxed [`sarsen::Env`].
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use sarsen::{Database, Durability, Env, EnvOptions};
 
@@ -43,6 +44,10 @@ struct Config {
     fd: Option<std::fs::File>,
 }
 
+/// Where a database's comparison function is kept: an `MDB_cmp_func`, or
+/// NULL before one is set (see [`crate::compare`]).
+pub(crate) type CmpSlot = Arc<AtomicPtr<()>>;
+
 /// What a database handle number stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DbiInfo {
@@ -66,9 +71,12 @@ pub struct MDB_env {
     /// Database handles: index `MDB_dbi`; 0 is never used (LMDB's free
     /// list), 1 is the main database once a transaction opened it.
     pub(crate) dbis: RwLock<Vec<Option<DbiInfo>>>,
-    /// The names of the named databases opened with `MDB_INTEGERKEY` or
-    /// `MDB_INTEGERDUP`, by `MDB_dbi` (see [`crate::dbi::fit_integers`]).
-    pub(crate) int_names: Mutex<std::collections::HashMap<crate::MDB_dbi, String>>,
+    /// The names of the named databases, by `MDB_dbi` (for re-creating
+    /// one: [`crate::dbi::fit_integers`], [`crate::compare`]).
+    pub(crate) dbi_names: Mutex<HashMap<crate::MDB_dbi, String>>,
+    /// The functions `mdb_set_compare` (`false`) and `mdb_set_dupsort`
+    /// (`true`) set, by database name (`None`: the main database).
+    pub(crate) cmp_slots: Mutex<HashMap<(Option<String>, bool), CmpSlot>>,
 }
 
 impl MDB_env {
@@ -118,6 +126,12 @@ impl MDB_env {
         (t.len() - 1) as crate::MDB_dbi
     }
 
+    /// The name of named database `dbi`.
+    pub(crate) fn dbi_name(&self, dbi: crate::MDB_dbi) -> Option<String> {
+        let m = self.dbi_names.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&dbi).cloned()
+    }
+
     /// Forgets the number `dbi` (`mdb_dbi_close`, `mdb_drop(.., 1)`).
     pub(crate) fn forget_dbi(&self, dbi: crate::MDB_dbi) {
         let mut t = self.dbis.write().unwrap_or_else(|e| e.into_inner());
@@ -165,7 +179,8 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
             env: AtomicPtr::new(ptr::null_mut()),
             live_txns: AtomicUsize::new(0),
             dbis: RwLock::new(Vec::new()),
-            int_names: Mutex::new(std::collections::HashMap::new()),
+            dbi_names: Mutex::new(HashMap::new()),
+            cmp_slots: Mutex::new(HashMap::new()),
         }));
         handles::register(h, Kind::Env);
         // SAFETY: `env` is non-NULL and the caller promises it is writable.

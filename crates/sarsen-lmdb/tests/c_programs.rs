@@ -237,35 +237,34 @@ fn build_both(prog: &Path, src: &Path, d: &Path) -> (PathBuf, PathBuf) {
     (real, ours)
 }
 
-/// `tests/c/named.c`: named databases seen through the main database
-/// (cursor walks, `mdb_get`, counts, writes of a name's key, a plain key
-/// opened as a database, nested, dropped and aborted creations), built
-/// against real LMDB and against our library: the outputs must be equal.
-#[test]
-fn named_databases_in_main_as_lmdb() {
+/// Builds C program `tests/c/<name>` against real LMDB and against our
+/// library, runs both in a fresh directory holding an empty `testdb` (and
+/// no `testdb2`, which a program may make), and
+/// asserts their outputs are equal; returns LMDB's. `None` (with a
+/// message) without `cc` or LMDB's sources.
+fn same_as_lmdb(name: &str) -> Option<String> {
     if !have_cc() {
-        eprintln!("skipping named.c: no C compiler (cc)");
-        return;
+        eprintln!("skipping {name}: no C compiler (cc)");
+        return None;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping named.c: LMDB's sources are not in the cargo registry");
-        return;
+        eprintln!("skipping {name}: LMDB's sources are not in the cargo registry");
+        return None;
     };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/named.c");
+    let prog = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name);
     let (real, ours) = build_both(&prog, &src, d);
     let run = |exe: &Path| {
         let db = d.join("testdb");
         let _ = std::fs::remove_dir_all(&db);
+        let _ = std::fs::remove_dir_all(d.join("testdb2"));
         std::fs::create_dir(&db).unwrap();
         String::from_utf8(sh(d, exe, &[])).unwrap()
     };
     let (l, s) = (run(&real), run(&ours));
-    assert!(
-        l.contains("committed fwd: a/1 b/48 m/1 n/48 z/1 zz/48 zzz/1"),
-        "{l}"
-    );
     if l != s {
         let diff: Vec<String> = l
             .lines()
@@ -274,9 +273,34 @@ fn named_databases_in_main_as_lmdb() {
             .map(|(a, b)| format!("LMDB:   {a}\nSarsen: {b}"))
             .collect();
         panic!(
-            "named.c differs:\n{}\n\nLMDB's whole output:\n{l}",
+            "{name} differs:\n{}\n\nLMDB's whole output:\n{l}",
             diff.join("\n")
         );
+    }
+    Some(l)
+}
+
+/// `tests/c/named.c`: named databases seen through the main database
+/// (cursor walks, `mdb_get`, counts, writes of a name's key, a plain key
+/// opened as a database, nested, dropped and aborted creations), built
+/// against real LMDB and against our library: the outputs must be equal.
+#[test]
+fn named_databases_in_main_as_lmdb() {
+    if let Some(l) = same_as_lmdb("named.c") {
+        assert!(
+            l.contains("committed fwd: a/1 b/48 m/1 n/48 z/1 zz/48 zzz/1"),
+            "{l}"
+        );
+    }
+}
+
+/// `tests/c/cmp.c`: `mdb_set_compare` on a named and on the main database,
+/// `mdb_set_dupsort`, across a reopen, built against real LMDB and against
+/// our library: the outputs must be equal.
+#[test]
+fn comparison_functions_as_lmdb() {
+    if let Some(l) = same_as_lmdb("cmp.c") {
+        assert!(l.contains("nums: 1=v 7=v 9=v 10=v 25=v 100=v 300=v"), "{l}");
     }
 }
 
