@@ -245,8 +245,11 @@ unsafe fn parts<'a>(p: *mut MDB_cursor) -> CResult<(&'a mut MDB_cursor, &'a mut 
         return Err(libc::EINVAL);
     }
     // SAFETY: a cursor's transaction is live while `txn` is set (ending
-    // a transaction detaches or frees its cursors).
-    let t = unsafe { txn_mut(c.txn) }?;
+    // a transaction detaches or frees its cursors; `mdb_cursor_renew`
+    // moves it), so it needs no second look-up in the table of live
+    // handles; used by one thread at a time (LMDB's rule).
+    let t = unsafe { &mut *c.txn };
+    t.flush()?;
     Ok((c, t))
 }
 
@@ -446,10 +449,10 @@ unsafe fn get(
     op: c_int,
 ) -> CResult<()> {
     let ro = matches!(t.view()?, View::Ro(_));
-    if c.dbi == MAIN_DBI
+    if c.live.is_none()
+        && c.dbi == MAIN_DBI
         && !c.dup
         && MERGED_OPS.contains(&op)
-        && c.live.is_none()
         && !main_view::none_shown(t)?
     {
         let names = main_view::names(t)?;

@@ -103,6 +103,7 @@ fn unregister_in(t: &mut Table, p: usize, k: Kind) -> bool {
 }
 
 /// Whether `p` is a live handle of kind `k`.
+#[inline]
 pub(crate) fn is_live<T>(p: *const T, k: Kind) -> bool {
     let p = p as usize;
     if p == 0 || !p.is_multiple_of(8) {
@@ -110,20 +111,28 @@ pub(crate) fn is_live<T>(p: *const T, k: Kind) -> bool {
     }
     let want = tag(p, k);
     let epoch = EPOCH.load(Ordering::Acquire);
-    let (seen_epoch, mut seen) = SEEN.get();
+    let (seen_epoch, seen) = SEEN.get();
     if seen_epoch == epoch && seen.contains(&want) {
         return true;
     }
+    look_up(p, k, epoch)
+}
+
+/// [`is_live`] past this thread's cache: the table, under its lock; a live
+/// handle is then cached. `epoch` was read before the lookup: if `p` is
+/// unregistered meanwhile, the epoch moves on and the entry is not used.
+#[cold]
+#[inline(never)]
+fn look_up(p: usize, k: Kind, epoch: u64) -> bool {
     if with_table(|t| t.get(&p) != Some(&k)) {
         return false;
     }
-    // `epoch` was read before the lookup: if `p` was unregistered since,
-    // the epoch moved on and the entry is never used.
+    let (seen_epoch, mut seen) = SEEN.get();
     if seen_epoch != epoch {
         seen = [0; CACHED];
     }
     seen.rotate_right(1);
-    seen[0] = want;
+    seen[0] = tag(p, k);
     SEEN.set((epoch, seen));
     true
 }

@@ -155,7 +155,17 @@ impl MDB_txn {
     }
 
     /// Stores the value of a pending `MDB_RESERVE` put.
+    #[inline]
     pub(crate) fn flush(&mut self) -> CResult<()> {
+        if self.reserved.is_none() {
+            return Ok(());
+        }
+        self.flush_reserved()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_reserved(&mut self) -> CResult<()> {
         if let Some((db, k, v)) = self.reserved.take() {
             self.rw()?.put(db, &k, &v).map_err(|e| to_code(&e))?;
         }
