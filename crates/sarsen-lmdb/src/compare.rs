@@ -121,11 +121,13 @@ fn set_function(t: &mut MDB_txn, dbi: MDB_dbi, f: MDB_cmp_func, dup: bool) -> CR
     };
     let ours = matches!(current, Some(KeyOrder::Custom(c))
         if c.name() == if dup { DUP_CMP } else { KEY_CMP });
-    if !ours {
-        // Record the name: only while the database is empty.
-        if v.stat(db).map_err(err)?.entries != 0 {
-            return Err(MDB_INCOMPATIBLE);
-        }
+    // Record the name: only while the database is empty, and in a write
+    // transaction (a read transaction only sets the function: an empty
+    // database has nothing to order yet).
+    if !ours && v.stat(db).map_err(err)?.entries != 0 {
+        return Err(MDB_INCOMPATIBLE);
+    }
+    if !ours && !t.rdonly {
         let env = t.envh();
         let mut o = DbOptions::new();
         o = o.key_order(if dup {
@@ -168,13 +170,13 @@ fn set_function(t: &mut MDB_txn, dbi: MDB_dbi, f: MDB_cmp_func, dup: bool) -> CR
 /// database in every process, with the same function: the function is
 /// this process's, the database records only that it has one
 /// (`lmdb:mdb_set_compare`). On an empty database (one just created, or
-/// the empty main database) it records that; on a database holding pairs
-/// in another order it is `MDB_INCOMPATIBLE`.
+/// the empty main database) a write transaction records that (a read
+/// transaction sets the function only); on a database holding pairs in
+/// another order it is `MDB_INCOMPATIBLE`.
 ///
 /// # Safety
 ///
-/// `txn` is a live transaction handle (a write transaction unless the
-/// database already records a function); `cmp` is NULL (`EINVAL`) or a
+/// `txn` is a live transaction handle; `cmp` is NULL (`EINVAL`) or a
 /// function comparing two `MDB_val`s, callable from any thread, valid
 /// while the environment is open.
 #[no_mangle]

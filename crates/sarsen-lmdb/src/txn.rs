@@ -380,6 +380,8 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
                 t.state = Some(State::Reset(r.reset()));
             }
             t.names = None;
+            // What mdb_get returned of the snapshot is no longer valid.
+            t.records.clear();
         }
     })
 }
