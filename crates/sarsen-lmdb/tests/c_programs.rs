@@ -115,6 +115,44 @@ fn mtest5_c() {
     mtest("mtest5.c");
 }
 
+/// LMDB's `mtest.c` (a 10 MiB map) with 2 GiB of address space
+/// (`ulimit -v`): too little for Sarsen's default 1 TiB reservation, so
+/// `mdb_env_open` falls back to the map size the program set; it must run
+/// as it runs on real LMDB under the same limit.
+#[test]
+fn mtest_c_with_little_address_space() {
+    if !have_cc() {
+        eprintln!("skipping mtest.c under ulimit -v: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping mtest.c under ulimit -v: LMDB's sources are not in the cargo registry");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (real, ours) = build_both(&src.join("mtest.c"), &src, d);
+    for exe in [&real, &ours] {
+        let db = d.join("testdb");
+        let _ = std::fs::remove_dir_all(&db);
+        std::fs::create_dir(&db).unwrap();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 2097152 && exec \"$0\"")
+            .arg(exe)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{} under ulimit -v 2 GiB: {:?}\n{}",
+            exe.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 #[test]
 fn readme_example_c() {
     if !have_cc() {
