@@ -69,4 +69,8 @@ build() {
     IFS=',' read -ra list <<<"$features"
     install_packages "${list[@]}"
     (cd "$ROOT" && cargo build --release -p sarsen-bench --features "$features")
+    # sarsen-capi loads Sarsen's liblmdb.so from beside the binary.
+    if [[ ",$engines," == *,sarsen-capi,* ]]; then
+        (cd "$ROOT" && cargo build --release -p sarsen-lmdb)
+    fi
 }

@@ -17,6 +17,7 @@ fn built_engines() -> Vec<&'static str> {
         (cfg!(feature = "leveldb"), "leveldb"),
         (cfg!(feature = "bdb"), "bdb"),
         (cfg!(feature = "wiredtiger"), "wiredtiger"),
+        (cfg!(feature = "sarsen-capi"), "sarsen-capi"),
     ] {
         if on {
             v.push(name);
@@ -25,7 +26,36 @@ fn built_engines() -> Vec<&'static str> {
     v
 }
 
+/// Builds Sarsen's `liblmdb.so` (crate `sarsen-lmdb`) beside the harness binary,
+/// where the `sarsen-capi` engine looks for it (a no-op when up to date).
+fn build_capi_library() {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
+        let bin = Path::new(env!("CARGO_BIN_EXE_sarsen-bench"));
+        // <target>/<profile>/sarsen-bench
+        let profile = bin.parent().expect("profile directory");
+        let target = profile.parent().expect("target directory");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "sarsen-lmdb"]);
+        if profile.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let o = cmd
+            .env("CARGO_TARGET_DIR", target)
+            .output()
+            .expect("run cargo");
+        assert!(
+            o.status.success(),
+            "cargo build -p sarsen-lmdb failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    });
+}
+
 fn bench(args: &[&str], db: &Path) -> Output {
+    if cfg!(feature = "sarsen-capi") {
+        build_capi_library();
+    }
     Command::new(env!("CARGO_BIN_EXE_sarsen-bench"))
         .args(args)
         .arg("--db")

@@ -102,7 +102,7 @@ pub const MDB_SET: c_int = 15;
 pub const MDB_SET_KEY: c_int = 16;
 /// Cursor operation `MDB_SET_RANGE`.
 pub const MDB_SET_RANGE: c_int = 17;
-/// Cursor operation `MDB_PREV_MULTIPLE` (not yet supported).
+/// Cursor operation `MDB_PREV_MULTIPLE` (not supported: `ENOTSUP`).
 pub const MDB_PREV_MULTIPLE: c_int = 18;
 
 /// Success.

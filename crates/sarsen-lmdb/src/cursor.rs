@@ -15,9 +15,10 @@ use std::ptr;
 use sarsen::{Cursor, Database, Entry};
 
 use crate::consts::*;
-use crate::dbi::{is_dup, put, reserve};
+use crate::dbi::{put, reserve};
 use crate::error::to_code;
 use crate::handles::{self, Kind};
+use crate::main_view::{self, MAIN_DBI};
 use crate::txn::{txn_mut, MDB_txn, View};
 use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_val};
 
@@ -30,6 +31,9 @@ enum Pos {
     At,
     /// The saved pair was deleted through this cursor: on the pair after it.
     Deleted,
+    /// Past the last pair, after an `MDB_SET_RANGE` that found nothing:
+    /// as in LMDB, `MDB_NEXT` finds nothing, `MDB_PREV` the last pair.
+    End,
 }
 
 /// A cursor handle (LMDB's `MDB_cursor`), from [`mdb_cursor_open`].
@@ -49,11 +53,15 @@ pub struct MDB_cursor {
     /// In a read transaction, after a successful move: the Sarsen cursor
     /// standing on the saved pair, kept so the next call need not seek
     /// (the snapshot cannot change under it). Its borrow of the
-    /// transaction's boxed `RoTxn` is erased; it is dropped before that
+    /// transaction's `RoTxn` (in the boxed transaction handle, where it
+    /// does not move) is erased; it is dropped before that
     /// transaction ends or is reset (`clear_live`), and whenever a move
     /// fails (the Sarsen cursor's state after a failed move is not
     /// LMDB's).
     live: Option<Box<Cursor<'static>>>,
+    /// `key`/`val` are behind: `MDB_NEXT`/`MDB_PREV` moved `live` without
+    /// saving its pair (see [`MDB_cursor::sync`]).
+    stale: bool,
 }
 
 /// Where a restored Sarsen cursor stands.
@@ -70,6 +78,61 @@ fn err(e: sarsen::Error) -> c_int {
 }
 
 impl MDB_cursor {
+    /// Brings `key`/`val` up to where the kept cursor stands, after
+    /// `MDB_NEXT`/`MDB_PREV` steps that did not save it. Every path but
+    /// those steps calls this before reading `key`/`val` or dropping `live`.
+    fn sync(&mut self) {
+        if std::mem::take(&mut self.stale) {
+            match self.live.as_ref().map(|l| l.current()) {
+                Some(Ok(Some(e))) => self.save(e),
+                // The kept cursor stands on its pair (a read snapshot does
+                // not change); an error reading it leaves no position.
+                _ => {
+                    self.pos = Pos::Unset;
+                    self.live = None;
+                }
+            }
+        }
+    }
+
+    /// `MDB_NEXT`/`MDB_PREV` (`next`) on the kept cursor of a read
+    /// transaction, standing on the saved pair: the step a scan repeats,
+    /// without seeking back or copying the pair. `None` if there is no kept
+    /// cursor.
+    fn step_live(&mut self, next: bool) -> Option<CResult<Entry<'static>>> {
+        if self.pos != Pos::At {
+            return None;
+        }
+        let l = self.live.as_mut()?;
+        let moved = if next { l.next() } else { l.prev() };
+        Some(match moved {
+            Ok(Some(e)) => {
+                self.stale = true;
+                Ok(e)
+            }
+            // Past an end: as LMDB, the cursor stays on the end pair.
+            Ok(None) => match if next { l.last() } else { l.first() } {
+                Ok(Some(e)) => {
+                    self.stale = false;
+                    self.save(e);
+                    Err(MDB_NOTFOUND)
+                }
+                r => {
+                    self.stale = false;
+                    self.pos = Pos::Unset;
+                    self.live = None;
+                    Err(r.map_or_else(err, |_| MDB_NOTFOUND))
+                }
+            },
+            Err(e) => {
+                self.stale = false;
+                self.pos = Pos::Unset;
+                self.live = None;
+                Err(err(e))
+            }
+        })
+    }
+
     /// Saves the position `e` (its value only in a DUPSORT database: a
     /// key alone finds a pair elsewhere).
     fn save(&mut self, e: Entry<'_>) {
@@ -90,8 +153,10 @@ impl MDB_cursor {
     /// [`restore`](Self::restore); `live`: `c` is the kept cursor, on the
     /// saved pair already.
     fn restore_from<'a>(&self, c: &mut Cursor<'a>, live: bool) -> CResult<Restored<'a>> {
-        if self.pos == Pos::Unset {
-            return Ok(Restored::Unset);
+        match self.pos {
+            Pos::Unset => return Ok(Restored::Unset),
+            Pos::End => return Ok(Restored::Ahead(None)),
+            Pos::At | Pos::Deleted => {}
         }
         if live && self.pos == Pos::At {
             if let Some(e) = c.current().map_err(err)? {
@@ -133,7 +198,9 @@ impl MDB_cursor {
 pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
     for &c in cursors {
         // SAFETY: live per the contract.
-        unsafe { (*c).live = None };
+        let c = unsafe { &mut *c };
+        c.sync();
+        c.live = None;
     }
 }
 
@@ -145,10 +212,10 @@ pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
 pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
     if detach_only {
         // SAFETY: live per the contract.
-        unsafe {
-            (*c).live = None;
-            (*c).txn = ptr::null_mut();
-        }
+        let c = unsafe { &mut *c };
+        c.sync();
+        c.live = None;
+        c.txn = ptr::null_mut();
     } else if handles::unregister(c, Kind::Cursor) {
         // SAFETY: registered until just now: a `Box<MDB_cursor>` we gave out.
         drop(unsafe { Box::from_raw(c) });
@@ -178,8 +245,11 @@ unsafe fn parts<'a>(p: *mut MDB_cursor) -> CResult<(&'a mut MDB_cursor, &'a mut 
         return Err(libc::EINVAL);
     }
     // SAFETY: a cursor's transaction is live while `txn` is set (ending
-    // a transaction detaches or frees its cursors).
-    let t = unsafe { txn_mut(c.txn) }?;
+    // a transaction detaches or frees its cursors; `mdb_cursor_renew`
+    // moves it), so it needs no second look-up in the table of live
+    // handles; used by one thread at a time (LMDB's rule).
+    let t = unsafe { &mut *c.txn };
+    t.flush()?;
     Ok((c, t))
 }
 
@@ -201,8 +271,9 @@ pub unsafe extern "C" fn mdb_cursor_open(
         let r = (|| {
             // SAFETY: checked.
             let t = unsafe { txn_mut(txn) }?;
-            let db = t.db(dbi)?;
-            let dup = is_dup(t, db)?;
+            // As LMDB: `MDB_BAD_TXN` in a failed, reset or parent transaction.
+            t.view()?;
+            let crate::env::DbiInfo { db, dup, .. } = t.db(dbi)?;
             let c = Box::into_raw(Box::new(MDB_cursor {
                 txn,
                 dbi,
@@ -213,6 +284,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
                 val: Vec::new(),
                 multi: Vec::new(),
                 live: None,
+                stale: false,
             }));
             handles::register(c, Kind::Cursor);
             t.cursors.push(c);
@@ -271,11 +343,12 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
                     old.cursors.retain(|&p| !ptr::eq(p, cursor));
                 }
             }
-            c.db = t.db(c.dbi)?;
-            c.dup = is_dup(t, c.db)?;
+            let info = t.db(c.dbi)?;
+            (c.db, c.dup) = (info.db, info.dup);
             c.txn = txn;
             c.pos = Pos::Unset;
             c.live = None;
+            c.stale = false;
             t.cursors.push(cursor);
             Ok(())
         })();
@@ -375,8 +448,30 @@ unsafe fn get(
     data: *mut MDB_val,
     op: c_int,
 ) -> CResult<()> {
+    let ro = matches!(t.view()?, View::Ro(_));
+    if c.live.is_none()
+        && c.dbi == MAIN_DBI
+        && !c.dup
+        && MERGED_OPS.contains(&op)
+        && !main_view::none_shown(t)?
+    {
+        let names = main_view::names(t)?;
+        // SAFETY: forwarded contract.
+        return unsafe { merged_get(c, t, &names, key, data, op) };
+    }
+    if ro && matches!(op, MDB_NEXT | MDB_PREV) {
+        if let Some(r) = c.step_live(op == MDB_NEXT) {
+            let e = r?;
+            // SAFETY: NULL or writable per the contract.
+            unsafe {
+                store(key, MDB_val::of(e.0));
+                store(data, MDB_val::of(e.1));
+            }
+            return Ok(());
+        }
+    }
+    c.sync();
     let v = t.view()?;
-    let ro = matches!(v, View::Ro(_));
     let kept = c.live.take().filter(|_| ro && c.pos == Pos::At);
     let live = kept.is_some();
     // Boxed: the cursor is large, and kept ones move in and out of `live`.
@@ -431,7 +526,10 @@ unsafe fn get(
             match e {
                 Some(e) if op == MDB_SET_RANGE || e.0 == k => Some(e),
                 _ => {
-                    c.pos = Pos::Unset;
+                    // Past the end; in an empty database LMDB's cursor is
+                    // not positioned at all (GET_CURRENT: EINVAL).
+                    let end = op == MDB_SET_RANGE && sc.last().map_err(err)?.is_some();
+                    c.pos = if end { Pos::End } else { Pos::Unset };
                     None
                 }
             }
@@ -494,7 +592,7 @@ unsafe fn get(
     c.save(e);
     if ro {
         // SAFETY: lifetime erasure; see the `live` field: the borrowed
-        // `RoTxn` is boxed and outlives the kept cursor.
+        // `RoTxn` stays in place and outlives the kept cursor.
         c.live = Some(unsafe { std::mem::transmute::<Box<Cursor<'_>>, Box<Cursor<'static>>>(sc) });
     }
     // SAFETY: NULL or writable per the contract.
@@ -503,6 +601,105 @@ unsafe fn get(
             store(key, MDB_val::of(e.0));
         }
         store(data, MDB_val::of(e.1));
+    }
+    Ok(())
+}
+
+/// The cursor operations that see the named databases' records in the main
+/// database ([`crate::main_view`]); the others are DUPSORT operations, which
+/// a plain main database refuses anyway.
+const MERGED_OPS: [c_int; 10] = [
+    MDB_FIRST,
+    MDB_LAST,
+    MDB_NEXT,
+    MDB_NEXT_NODUP,
+    MDB_PREV,
+    MDB_PREV_NODUP,
+    MDB_GET_CURRENT,
+    MDB_SET,
+    MDB_SET_KEY,
+    MDB_SET_RANGE,
+];
+
+/// `mdb_cursor_get` with `op` (one of [`MERGED_OPS`]) on the main database
+/// as LMDB shows it: its pairs and the named databases' `names`, merged.
+/// Every call seeks (no kept cursor); this runs only where named databases
+/// exist.
+///
+/// # Safety
+///
+/// As [`mdb_cursor_get`].
+unsafe fn merged_get(
+    c: &mut MDB_cursor,
+    t: &mut MDB_txn,
+    names: &[Vec<u8>],
+    key: *mut MDB_val,
+    data: *mut MDB_val,
+    op: c_int,
+) -> CResult<()> {
+    use main_view::{exact, lower, upper, Found};
+    c.sync();
+    c.live = None;
+    let mut set_key = true;
+    let here = c.key.clone();
+    let found = match op {
+        MDB_FIRST => lower(t, names, None, true)?,
+        MDB_LAST => upper(t, names, None)?,
+        MDB_NEXT | MDB_NEXT_NODUP => match c.pos {
+            Pos::Unset => lower(t, names, None, true)?,
+            Pos::At => lower(t, names, Some(&here), false)?,
+            Pos::Deleted => lower(t, names, Some(&here), true)?,
+            Pos::End => None,
+        },
+        MDB_PREV | MDB_PREV_NODUP => match c.pos {
+            Pos::Unset | Pos::End => upper(t, names, None)?,
+            Pos::At | Pos::Deleted => upper(t, names, Some(&here))?,
+        },
+        MDB_GET_CURRENT => match c.pos {
+            Pos::Unset => return Err(libc::EINVAL),
+            Pos::End => None,
+            // The pair, or the one after it if it went meanwhile.
+            Pos::At | Pos::Deleted => lower(t, names, Some(&here), true)?,
+        },
+        _ => {
+            // SAFETY: per the contract.
+            let k = unsafe { input_key(key) }?;
+            set_key = op != MDB_SET;
+            let f = if op == MDB_SET_RANGE {
+                lower(t, names, Some(k), true)?
+            } else {
+                exact(t, names, k)?
+            };
+            if f.is_none() {
+                c.pos = if op == MDB_SET_RANGE {
+                    Pos::End
+                } else {
+                    Pos::Unset
+                };
+            }
+            f
+        }
+    };
+    let (k, v) = match found {
+        Some(Found::Pair(e)) => (e.0, e.1),
+        Some(Found::Name(n)) => main_view::record(t, &n)?,
+        None => {
+            if matches!(op, MDB_FIRST | MDB_LAST) {
+                c.pos = Pos::Unset;
+            }
+            return Err(MDB_NOTFOUND);
+        }
+    };
+    c.pos = Pos::At;
+    c.key.clear();
+    c.key.extend_from_slice(k);
+    // SAFETY: NULL or writable per the contract; both stay valid until the
+    // transaction ends or writes.
+    unsafe {
+        if set_key {
+            store(key, MDB_val::of(k));
+        }
+        store(data, MDB_val::of(v));
     }
     Ok(())
 }
@@ -549,7 +746,25 @@ unsafe fn cursor_put(
     data: *mut MDB_val,
     flags: c_uint,
 ) -> CResult<()> {
+    c.sync();
     let (db, dup) = (c.db, c.dup);
+    if t.db(c.dbi)?.int && flags & MDB_CURRENT == 0 {
+        // SAFETY: per the contract; under `MDB_MULTIPLE` the first of two
+        // `MDB_val`s gives a value's size.
+        let (k, len) = unsafe { (MDB_val::bytes(&*key), (*data).mv_size) };
+        crate::dbi::fit_integers(t, c.dbi, db, k, len)?;
+    }
+    if c.dbi == MAIN_DBI {
+        // SAFETY: per the contract.
+        let k = if flags & MDB_CURRENT != 0 {
+            c.key.clone()
+        } else {
+            unsafe { MDB_val::bytes(&*key) }.to_vec()
+        };
+        if main_view::is_record(t, MAIN_DBI, &k)? {
+            return Err(MDB_INCOMPATIBLE); // a named database's record, as LMDB
+        }
+    }
     let w = t.rw()?;
     if flags & MDB_MULTIPLE != 0 {
         // SAFETY: two `MDB_val`s per the contract.
@@ -627,7 +842,8 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
         let r = (|| {
             // SAFETY: checked.
             let (c, t) = unsafe { parts(cursor) }?;
-            if c.pos == Pos::Unset || flags & !MDB_NODUPDATA != 0 {
+            c.sync();
+            if matches!(c.pos, Pos::Unset | Pos::End) || flags & !MDB_NODUPDATA != 0 {
                 return Err(libc::EINVAL);
             }
             if c.pos == Pos::Deleted {
@@ -639,6 +855,13 @@ pub unsafe extern "C" fn mdb_cursor_del(cursor: *mut MDB_cursor, flags: c_uint) 
                     Restored::Ahead(Some(e)) | Restored::Exact(e) => c.save(e),
                     _ => return Err(MDB_NOTFOUND),
                 }
+            }
+            if main_view::is_record(t, c.dbi, &c.key)? {
+                // A named database's record: as LMDB, the transaction can
+                // then only abort.
+                t.rw()?;
+                t.failed = true;
+                return Err(MDB_INCOMPATIBLE);
             }
             let w = t.rw()?;
             let found = if c.dup && flags & MDB_NODUPDATA == 0 {
@@ -688,6 +911,7 @@ pub unsafe extern "C" fn mdb_cursor_count(cursor: *mut MDB_cursor, countp: *mut 
         let r = (|| {
             // SAFETY: checked.
             let (c, t) = unsafe { parts(cursor) }?;
+            c.sync();
             if !c.dup {
                 return Err(MDB_INCOMPATIBLE); // as LMDB
             }

@@ -6,9 +6,10 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use sarsen::{Database, DbOptions, KeyOrder, RwTxn};
 
 use crate::consts::*;
-use crate::env::env_ref;
+use crate::env::{env_ref, DbiInfo};
 use crate::error::to_code;
-use crate::txn::{txn_mut, MDB_txn, State};
+use crate::main_view::{self, MAIN_DBI};
+use crate::txn::{txn_mut, MDB_txn, State, View};
 use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_env, MDB_stat, MDB_val};
 
 /// Flags `mdb_dbi_open` accepts.
@@ -57,32 +58,89 @@ fn options(flags: c_uint, int_key: KeyOrder, int_dup: KeyOrder) -> DbOptions {
     o
 }
 
-fn open_once(
+/// Why [`open_once`] failed: an engine error (kept whole: its
+/// `NoComparator` is retried) or an LMDB code.
+enum OpenErr {
+    Engine(sarsen::Error),
+    Code(c_int),
+}
+
+impl From<c_int> for OpenErr {
+    fn from(c: c_int) -> OpenErr {
+        OpenErr::Code(c)
+    }
+}
+
+/// [`open_once`], attaching this layer's comparators to a database that
+/// records them (`mdb_set_compare`, `mdb_set_dupsort`).
+fn open_with_comparators(
     t: &mut MDB_txn,
     name: Option<&str>,
     flags: c_uint,
     o: &DbOptions,
 ) -> CResult<Database> {
+    let mut o = o.clone();
+    for _ in 0..3 {
+        match open_once(t, name, flags, &o) {
+            Ok(db) => return Ok(db),
+            // A comparator not attached yet, or an order given from the
+            // flags where the database records one of ours.
+            Err(OpenErr::Engine(
+                sarsen::Error::NoComparator { name: c, .. }
+                | sarsen::Error::KeyOrderMismatch { recorded: c, .. }
+                | sarsen::Error::DupModeMismatch { recorded: c, .. },
+            )) => match crate::compare::with_trampoline(t.envh(), name, &o, &c) {
+                Some(with) => o = with,
+                None => return Err(MDB_INCOMPATIBLE),
+            },
+            Err(OpenErr::Engine(e)) => return Err(err(e)),
+            Err(OpenErr::Code(c)) => return Err(c),
+        }
+    }
+    Err(MDB_INCOMPATIBLE)
+}
+
+/// Opens (with `MDB_CREATE`, creates) database `name` with options `o`.
+fn open_once(
+    t: &mut MDB_txn,
+    name: Option<&str>,
+    flags: c_uint,
+    o: &DbOptions,
+) -> Result<Database, OpenErr> {
+    let eng = OpenErr::Engine;
     // Shared access for a read transaction: its cursors may hold borrows
     // of the `RoTxn` (see `cursor.rs`).
+    // As LMDB: a name that is a plain key of the main database is not a
+    // database (`MDB_INCOMPATIBLE`), when no database has that name.
+    let main = main_view::main(t)?;
+    let plain_key = |v: View<'_>| -> Result<bool, OpenErr> {
+        match name {
+            Some(n) => Ok(v.get(main, n.as_bytes()).map_err(eng)?.is_some()),
+            None => Ok(false),
+        }
+    };
     match t.state.as_ref() {
         // As LMDB: creating in a read transaction is EACCES (when missing).
-        Some(State::Ro(r)) => {
-            r.open_db_with(name, o)
-                .map_err(err)?
-                .ok_or(if flags & MDB_CREATE != 0 {
-                    libc::EACCES
-                } else {
-                    MDB_NOTFOUND
-                })
-        }
+        Some(State::Ro(r)) => match r.open_db_with(name, o).map_err(eng)? {
+            Some(db) => Ok(db),
+            None if plain_key(View::Ro(r))? => Err(MDB_INCOMPATIBLE.into()),
+            None if flags & MDB_CREATE != 0 => Err(libc::EACCES.into()),
+            None => Err(MDB_NOTFOUND.into()),
+        },
         _ => {
             let w = t.rw()?;
-            if flags & MDB_CREATE != 0 {
-                w.create_db_with(name, o).map_err(err)
-            } else {
-                w.open_db_with(name, o).map_err(err)?.ok_or(MDB_NOTFOUND)
+            if let Some(db) = w.open_db_with(name, o).map_err(eng)? {
+                return Ok(db);
             }
+            if plain_key(View::Rw(w))? {
+                return Err(MDB_INCOMPATIBLE.into());
+            }
+            if flags & MDB_CREATE == 0 {
+                return Err(MDB_NOTFOUND.into());
+            }
+            let db = w.create_db_with(name, o).map_err(eng)?;
+            t.names = None;
+            Ok(db)
         }
     }
 }
@@ -127,9 +185,20 @@ pub unsafe extern "C" fn mdb_dbi_open(
         for k in &widths {
             for d in &widths {
                 let o = options(flags, k.clone(), d.clone());
-                match open_once(t, name, flags, &o) {
+                match open_with_comparators(t, name, flags, &o) {
                     Ok(db) => {
-                        let n = t.envh().dbi_of(db, name.is_none());
+                        let dup = match is_dup(t, db) {
+                            Ok(d) => d,
+                            Err(e) => return e,
+                        };
+                        let int = flags & (MDB_INTEGERKEY | MDB_INTEGERDUP) != 0;
+                        let info = DbiInfo { db, dup, int };
+                        let n = t.envh().dbi_of(info, name.is_none());
+                        if let Some(name) = name {
+                            let mut m =
+                                t.envh().dbi_names.lock().unwrap_or_else(|e| e.into_inner());
+                            m.insert(n, name.to_string());
+                        }
                         // SAFETY: non-NULL, writable per the contract.
                         unsafe { dbi.write(n) };
                         return MDB_SUCCESS;
@@ -143,7 +212,8 @@ pub unsafe extern "C" fn mdb_dbi_open(
     })
 }
 
-/// Runs `f` on transaction `txn` and the database of `dbi`.
+/// Runs `f` on transaction `txn`, the database of `dbi` and whether it is
+/// DUPSORT.
 ///
 /// # Safety
 ///
@@ -151,13 +221,13 @@ pub unsafe extern "C" fn mdb_dbi_open(
 unsafe fn with_db(
     txn: *mut MDB_txn,
     dbi: MDB_dbi,
-    f: impl FnOnce(&mut MDB_txn, Database) -> CResult<()>,
+    f: impl FnOnce(&mut MDB_txn, Database, DbiInfo) -> CResult<()>,
 ) -> c_int {
     guard(|| {
         // SAFETY: checked.
         let r = unsafe { txn_mut(txn) }.and_then(|t| {
-            let db = t.db(dbi)?;
-            f(t, db)
+            let info = t.db(dbi)?;
+            f(t, info.db, info)
         });
         code(r)
     })
@@ -175,10 +245,15 @@ pub unsafe extern "C" fn mdb_stat(txn: *mut MDB_txn, dbi: MDB_dbi, stat: *mut MD
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
-            let s = t.view()?.stat(db).map_err(err)?;
+        with_db(txn, dbi, |t, db, _| {
+            let mut s = MDB_stat::from(t.view()?.stat(db).map_err(err)?);
+            if dbi == MAIN_DBI && !main_view::none_shown(t)? {
+                let names = main_view::names(t)?;
+                let main = main_view::main(t)?;
+                s.ms_entries += main_view::record_count(&t.view()?, main, &names)? as usize;
+            }
             // SAFETY: non-NULL, writable per the contract.
-            store(stat, MDB_stat::from(s));
+            store(stat, s);
             Ok(())
         })
     }
@@ -190,6 +265,22 @@ fn order_flags(o: &KeyOrder, reverse: c_uint, integer: c_uint) -> c_uint {
         KeyOrder::U32 | KeyOrder::U64 => integer,
         _ => 0,
     }
+}
+
+/// The flags database `db` records, as `mdb_dbi_open` takes them.
+pub(crate) fn flags_of(v: &View<'_>, db: Database) -> CResult<c_uint> {
+    let mut f = order_flags(
+        &v.key_order(db).map_err(err)?,
+        MDB_REVERSEKEY,
+        MDB_INTEGERKEY,
+    );
+    if let Some(d) = v.dup_mode(db).map_err(err)? {
+        f |= MDB_DUPSORT | order_flags(&d.order, MDB_REVERSEDUP, MDB_INTEGERDUP);
+        if d.fixed {
+            f |= MDB_DUPFIXED;
+        }
+    }
+    Ok(f)
 }
 
 /// The flags a database records (`mdb_dbi_flags`), as `mdb_dbi_open` takes them.
@@ -208,19 +299,8 @@ pub unsafe extern "C" fn mdb_dbi_flags(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
-            let v = t.view()?;
-            let mut f = order_flags(
-                &v.key_order(db).map_err(err)?,
-                MDB_REVERSEKEY,
-                MDB_INTEGERKEY,
-            );
-            if let Some(d) = v.dup_mode(db).map_err(err)? {
-                f |= MDB_DUPSORT | order_flags(&d.order, MDB_REVERSEDUP, MDB_INTEGERDUP);
-                if d.fixed {
-                    f |= MDB_DUPFIXED;
-                }
-            }
+        with_db(txn, dbi, |t, db, _| {
+            let f = flags_of(&t.view()?, db)?;
             // SAFETY: non-NULL, writable per the contract.
             store(flags, f);
             Ok(())
@@ -254,10 +334,11 @@ pub unsafe extern "C" fn mdb_dbi_close(env: *mut MDB_env, dbi: MDB_dbi) {
 pub unsafe extern "C" fn mdb_drop(txn: *mut MDB_txn, dbi: MDB_dbi, del: c_int) -> c_int {
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
+        with_db(txn, dbi, |t, db, _| {
             let w = t.rw()?;
             if del != 0 && dbi >= 2 {
                 w.drop_db(db).map_err(err)?;
+                t.names = None;
                 t.envh().forget_dbi(dbi);
                 Ok(())
             } else {
@@ -287,14 +368,75 @@ pub unsafe extern "C" fn mdb_get(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
+        with_db(txn, dbi, |t, db, _| {
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
-            let v = t.view()?.get(db, k).map_err(err)?.ok_or(MDB_NOTFOUND)?;
-            store(data, MDB_val::of(v));
-            Ok(())
+            if let Some(v) = t.view()?.get(db, k).map_err(err)? {
+                store(data, MDB_val::of(v));
+                return Ok(());
+            }
+            // A named database's record, in the main database.
+            if main_view::is_record(t, dbi, k)? {
+                let (_, rec) = main_view::record(t, k)?;
+                store(data, MDB_val::of(rec));
+                return Ok(());
+            }
+            Err(MDB_NOTFOUND)
         })
     }
+}
+
+/// The width of an integer order for an integer of `len` bytes, if it is
+/// not `o`'s: `MDB_INTEGERKEY`/`MDB_INTEGERDUP` take `unsigned int` (4
+/// bytes) or `size_t` (8) integers.
+fn refit(o: &KeyOrder, len: usize) -> Option<KeyOrder> {
+    match (o, len) {
+        (KeyOrder::U64, 4) => Some(KeyOrder::U32),
+        (KeyOrder::U32, 8) => Some(KeyOrder::U64),
+        _ => None,
+    }
+}
+
+/// Before a put of `key` and a value of `val_len` bytes into named integer
+/// database `dbi` (`MDB_INTEGERKEY` or `MDB_INTEGERDUP`): LMDB compares integers of the
+/// size it is given, 4 or 8 bytes, while Sarsen records one width when it
+/// creates a database (8 bytes here, before any key is seen). So while the
+/// database is empty, a put of the other width re-creates it (dropped and
+/// created again in this transaction, with the same name, options and
+/// Sarsen handle) with that width. An abort undoes it with the rest.
+pub(crate) fn fit_integers(
+    t: &mut MDB_txn,
+    dbi: MDB_dbi,
+    db: Database,
+    key: &[u8],
+    val_len: usize,
+) -> CResult<()> {
+    let v = t.view()?;
+    let order = v.key_order(db).map_err(err)?;
+    let dups = v.dup_mode(db).map_err(err)?;
+    let key_to = refit(&order, key.len());
+    let dup_to = dups.as_ref().and_then(|d| refit(&d.order, val_len));
+    if key_to.is_none() && dup_to.is_none() || v.stat(db).map_err(err)?.entries != 0 {
+        return Ok(()); // Sarsen checks the sizes in the put
+    }
+    let Some(name) = t.envh().dbi_name(dbi) else {
+        return Ok(()); // the main database: not re-created
+    };
+    let mut o = DbOptions::new().key_order(key_to.unwrap_or(order));
+    if let Some(d) = dups {
+        o = o.dup_sort(dup_to.unwrap_or(d.order));
+        if d.fixed {
+            o = o.dup_fixed();
+        }
+    }
+    let w = t.rw()?;
+    w.drop_db(db).map_err(err)?;
+    let again = w.create_db_with(Some(&name), &o).map_err(err)?;
+    // The environment's registry gives a name the same handle for life.
+    if again != db {
+        return Err(MDB_PANIC);
+    }
+    Ok(())
 }
 
 /// Whether `db` is DUPSORT in `t`'s view.
@@ -391,10 +533,23 @@ pub unsafe extern "C" fn mdb_put(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
-            let dup = is_dup(t, db)?;
+        with_db(txn, dbi, |t, db, info| {
+            let dup = info.dup;
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
+            if info.int {
+                fit_integers(t, dbi, db, k, (*data).mv_size)?;
+            }
+            if main_view::is_record(t, dbi, k)? {
+                // A named database's record: as LMDB, `MDB_KEYEXIST` with
+                // it under `MDB_NOOVERWRITE`, else `MDB_INCOMPATIBLE`.
+                t.rw()?;
+                if flags & MDB_NOOVERWRITE != 0 {
+                    *data = MDB_val::of(main_view::record(t, k)?.1);
+                    return Err(MDB_KEYEXIST);
+                }
+                return Err(MDB_INCOMPATIBLE);
+            }
             if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
                 reserve(t, db, k, &mut *data, buf);
             }
@@ -423,10 +578,17 @@ pub unsafe extern "C" fn mdb_del(
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_db(txn, dbi, |t, db| {
-            let dup = is_dup(t, db)?;
+        with_db(txn, dbi, |t, db, info| {
+            let dup = info.dup;
             // SAFETY: non-NULL and valid per the contract.
             let k = MDB_val::key(&*key)?;
+            if main_view::is_record(t, dbi, k)? {
+                // A named database's record: as LMDB, the transaction
+                // can then only abort.
+                t.rw()?;
+                t.failed = true;
+                return Err(MDB_INCOMPATIBLE);
+            }
             let w = t.rw()?;
             let found = if dup && !data.is_null() {
                 // SAFETY: non-NULL and valid per the contract.
@@ -465,7 +627,9 @@ unsafe fn compare(
         let Ok(t) = (unsafe { txn_mut(txn) }) else {
             return 0;
         };
-        let Ok(db) = t.db(dbi) else { return 0 };
+        let Ok(DbiInfo { db, .. }) = t.db(dbi) else {
+            return 0;
+        };
         let Ok(v) = t.view() else { return 0 };
         let order = if dup {
             match v.dup_mode(db) {
@@ -529,7 +693,7 @@ pub unsafe extern "C" fn mdb_set_relfunc(
 ) -> c_int {
     let _ = rel;
     // SAFETY: forwarded contract.
-    unsafe { with_db(txn, dbi, |_, _| Ok(())) }
+    unsafe { with_db(txn, dbi, |_, _, _| Ok(())) }
 }
 
 /// Accepts a relocation context (`mdb_set_relctx`); see [`mdb_set_relfunc`].
@@ -545,5 +709,5 @@ pub unsafe extern "C" fn mdb_set_relctx(
 ) -> c_int {
     let _ = ctx;
     // SAFETY: forwarded contract.
-    unsafe { with_db(txn, dbi, |_, _| Ok(())) }
+    unsafe { with_db(txn, dbi, |_, _, _| Ok(())) }
 }

@@ -1,11 +1,12 @@
 //! `MDB_env`: an environment handle owning a boxed [`sarsen::Env`].
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use sarsen::{Database, Durability, Env, EnvOptions};
 
@@ -43,6 +44,21 @@ struct Config {
     fd: Option<std::fs::File>,
 }
 
+/// Where a database's comparison function is kept: an `MDB_cmp_func`, or
+/// NULL before one is set (see [`crate::compare`]).
+pub(crate) type CmpSlot = Arc<AtomicPtr<()>>;
+
+/// What a database handle number stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DbiInfo {
+    /// The Sarsen handle.
+    pub(crate) db: Database,
+    /// Whether it is DUPSORT (fixed when it was created).
+    pub(crate) dup: bool,
+    /// Whether it was opened with `MDB_INTEGERKEY` or `MDB_INTEGERDUP`.
+    pub(crate) int: bool,
+}
+
 /// An environment handle (LMDB's `MDB_env`). Created by
 /// [`mdb_env_create`], opened by [`mdb_env_open`], freed by
 /// [`mdb_env_close`].
@@ -54,7 +70,13 @@ pub struct MDB_env {
     pub(crate) live_txns: AtomicUsize,
     /// Database handles: index `MDB_dbi`; 0 is never used (LMDB's free
     /// list), 1 is the main database once a transaction opened it.
-    pub(crate) dbis: RwLock<Vec<Option<Database>>>,
+    pub(crate) dbis: RwLock<Vec<Option<DbiInfo>>>,
+    /// The names of the named databases, by `MDB_dbi` (for re-creating
+    /// one: [`crate::dbi::fit_integers`], [`crate::compare`]).
+    pub(crate) dbi_names: Mutex<HashMap<crate::MDB_dbi, String>>,
+    /// The functions `mdb_set_compare` (`false`) and `mdb_set_dupsort`
+    /// (`true`) set, by database name (`None`: the main database).
+    pub(crate) cmp_slots: Mutex<HashMap<(Option<String>, bool), CmpSlot>>,
 }
 
 impl MDB_env {
@@ -76,31 +98,38 @@ impl MDB_env {
         self.cfg.lock().unwrap_or_else(|e| e.into_inner()).flags
     }
 
-    /// The Sarsen handle of `dbi`, or `EINVAL` for a number never given out.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<Database> {
+    /// What `dbi` stands for, or `EINVAL` for a number never given out.
+    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<DbiInfo> {
         let t = self.dbis.read().unwrap_or_else(|e| e.into_inner());
         t.get(dbi as usize).copied().flatten().ok_or(libc::EINVAL)
     }
 
-    /// The `MDB_dbi` of `db`, giving it a number if it has none.
-    pub(crate) fn dbi_of(&self, db: Database, main: bool) -> crate::MDB_dbi {
+    /// The `MDB_dbi` of database `info`, giving it a number if it has none.
+    pub(crate) fn dbi_of(&self, info: DbiInfo, main: bool) -> crate::MDB_dbi {
         let mut t = self.dbis.write().unwrap_or_else(|e| e.into_inner());
         if t.len() < 2 {
             t.resize(2, None);
         }
+        let entry = Some(info);
         if main {
-            t[1] = Some(db);
+            t[1] = entry;
             return 1;
         }
-        if let Some(i) = t.iter().skip(2).position(|d| *d == Some(db)) {
+        if let Some(i) = t.iter().skip(2).position(|d| *d == entry) {
             return (i + 2) as crate::MDB_dbi;
         }
         if let Some(i) = t.iter().skip(2).position(|d| d.is_none()) {
-            t[i + 2] = Some(db);
+            t[i + 2] = entry;
             return (i + 2) as crate::MDB_dbi;
         }
-        t.push(Some(db));
+        t.push(entry);
         (t.len() - 1) as crate::MDB_dbi
+    }
+
+    /// The name of named database `dbi`.
+    pub(crate) fn dbi_name(&self, dbi: crate::MDB_dbi) -> Option<String> {
+        let m = self.dbi_names.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&dbi).cloned()
     }
 
     /// Forgets the number `dbi` (`mdb_dbi_close`, `mdb_drop(.., 1)`).
@@ -150,6 +179,8 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
             env: AtomicPtr::new(ptr::null_mut()),
             live_txns: AtomicUsize::new(0),
             dbis: RwLock::new(Vec::new()),
+            dbi_names: Mutex::new(HashMap::new()),
+            cmp_slots: Mutex::new(HashMap::new()),
         }));
         handles::register(h, Kind::Env);
         // SAFETY: `env` is non-NULL and the caller promises it is writable.
@@ -240,9 +271,25 @@ fn open(h: &MDB_env, p: &Path, cpath: &CStr, flags: c_uint) -> CResult<()> {
     if let Some(n) = cfg.max_dbs {
         o = o.max_dbs(n);
     }
+    // Sarsen reserves address space for the file's upper bound (1 TiB by
+    // default) at open. Where that much is refused (`ulimit -v`, valgrind),
+    // the largest of 64 GiB, 4 GiB and the map size the program set that
+    // can be reserved is asked for instead. (Probed before opening: a new
+    // environment records the bound it was created with.)
+    let mut bound = None;
+    for b in [1u64 << 40, 64 << 30, 4 << 30, cfg.map_size as u64] {
+        if b > 0 && can_reserve(b) {
+            bound = (b < 1 << 40).then_some(b);
+            break;
+        }
+    }
+    if let Some(b) = bound {
+        o = o.max_size(b);
+    }
     // SAFETY: LMDB's contract: nothing but the library modifies the files
     // while they are open (see `sarsen::EnvOptions::open`).
-    let env = unsafe { o.open(p) }.map_err(|e| match e {
+    let opened = unsafe { o.open(p) };
+    let env = opened.map_err(|e| match e {
         // No meta page to trust: not a Sarsen file, as LMDB says of a
         // file without its magic.
         sarsen::Error::Corrupted { page: 0..=2, .. } => MDB_INVALID,
@@ -252,6 +299,24 @@ fn open(h: &MDB_env, p: &Path, cpath: &CStr, flags: c_uint) -> CResult<()> {
     cfg.path = Some(cpath.to_owned());
     h.env.store(Box::into_raw(Box::new(env)), Ordering::Release);
     Ok(())
+}
+
+/// Whether `bytes` of address space can be reserved now.
+fn can_reserve(bytes: u64) -> bool {
+    let Ok(len) = usize::try_from(bytes) else {
+        return false;
+    };
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    // SAFETY: a new inaccessible anonymous mapping at an address the kernel
+    // chooses, unmapped at once; no existing memory is affected.
+    unsafe {
+        let p = libc::mmap(ptr::null_mut(), len, libc::PROT_NONE, flags, -1, 0);
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, len);
+    }
+    true
 }
 
 /// Closes the environment and frees the handle (`mdb_env_close`). Every
@@ -454,11 +519,17 @@ pub unsafe extern "C" fn mdb_env_stat(env: *mut MDB_env, stat: *mut MDB_stat) ->
     }
     // SAFETY: forwarded contract.
     unsafe {
-        with_env(env, |_, e| {
+        with_env(env, |h, _| {
+            // `&'static`, as transaction views hold it (see `MDB_env::env`).
+            let e = h.env()?;
             let r = e.read_txn().map_err(|e| to_code(&e))?;
-            let s = r.stat(e.main_db()).map_err(|e| to_code(&e))?;
+            let mut s = MDB_stat::from(r.stat(e.main_db()).map_err(|e| to_code(&e))?);
+            // As LMDB: the named databases' records count as entries.
+            let v = crate::txn::View::Ro(&r);
+            let names = crate::main_view::names_in(&v, e.main_db())?;
+            s.ms_entries += crate::main_view::record_count(&v, e.main_db(), &names)? as usize;
             // SAFETY: non-NULL, writable per the contract.
-            store(stat, MDB_stat::from(s));
+            store(stat, s);
             Ok(())
         })
     }

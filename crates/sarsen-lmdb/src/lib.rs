@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 #![allow(non_camel_case_types)]
 
+pub mod compare;
 pub mod consts;
 pub mod copy;
 pub mod cursor;
@@ -30,18 +31,18 @@ pub mod dbi;
 pub mod env;
 pub mod error;
 pub mod handles;
-pub mod stubs;
+pub mod main_view;
 pub mod txn;
 
 use std::ffi::{c_char, c_int};
 
+pub use compare::{mdb_set_compare, mdb_set_dupsort};
 pub use consts::*;
 pub use copy::*;
 pub use cursor::*;
 pub use dbi::*;
 pub use env::*;
 pub use error::{mdb_strerror, mdb_version};
-pub use stubs::*;
 pub use txn::*;
 
 /// A byte string: a key or a value (LMDB's `MDB_val`).

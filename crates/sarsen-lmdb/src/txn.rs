@@ -24,9 +24,13 @@ use crate::handles::{self, Kind};
 use crate::{guard, guard_or, CResult};
 
 /// What a transaction handle holds.
+// A read transaction inline: renewing one allocates nothing.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum State {
-    /// A read transaction.
-    Ro(Box<RoTxn<'static>>),
+    /// A read transaction. Not boxed: the transaction handle is, and the
+    /// kept cursors that borrow it are dropped before the state changes
+    /// (`clear_live`).
+    Ro(RoTxn<'static>),
     /// A read transaction after `mdb_txn_reset`.
     Reset(InactiveRoTxn<'static>),
     /// A top-level write transaction.
@@ -49,6 +53,16 @@ pub struct MDB_txn {
     /// the database, the key, and the buffer handed out. Stored by the
     /// next call on this transaction (or its commit).
     pub(crate) reserved: Option<(Database, Vec<u8>, Vec<u8>)>,
+    /// The named databases the main database shows, once asked
+    /// ([`crate::main_view::names`]); `None` after a database is created
+    /// or dropped.
+    pub(crate) names: Option<Vec<Vec<u8>>>,
+    /// Keys and `MDB_db` records of names returned through the main
+    /// database, kept until the transaction ends.
+    pub(crate) records: Vec<Box<[u8]>>,
+    /// A write failed in a way after which LMDB allows only an abort: every
+    /// call but `mdb_txn_abort` is then `MDB_BAD_TXN` (a commit aborts).
+    pub(crate) failed: bool,
 }
 
 /// Read access to a transaction of either kind.
@@ -88,6 +102,12 @@ impl<'a> View<'a> {
             View::Rw(t) => t.key_order(db),
         }
     }
+    pub(crate) fn list_dbs(&self) -> sarsen::Result<Vec<String>> {
+        match self {
+            View::Ro(t) => t.list_dbs(),
+            View::Rw(t) => t.list_dbs(),
+        }
+    }
 }
 
 impl MDB_txn {
@@ -100,7 +120,7 @@ impl MDB_txn {
     }
 
     fn usable(&self) -> CResult<()> {
-        if self.child.is_null() {
+        if self.child.is_null() && !self.failed {
             Ok(())
         } else {
             Err(MDB_BAD_TXN)
@@ -135,15 +155,25 @@ impl MDB_txn {
     }
 
     /// Stores the value of a pending `MDB_RESERVE` put.
+    #[inline]
     pub(crate) fn flush(&mut self) -> CResult<()> {
+        if self.reserved.is_none() {
+            return Ok(());
+        }
+        self.flush_reserved()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_reserved(&mut self) -> CResult<()> {
         if let Some((db, k, v)) = self.reserved.take() {
             self.rw()?.put(db, &k, &v).map_err(|e| to_code(&e))?;
         }
         Ok(())
     }
 
-    /// The Sarsen handle of `dbi`.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<Database> {
+    /// What `dbi` stands for.
+    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<crate::env::DbiInfo> {
         self.envh().db(dbi)
     }
 }
@@ -215,7 +245,7 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
         let child: NestedTxn<'static, 'static> = unsafe { std::mem::transmute(child) };
         State::Nested(Box::new(child))
     } else if rdonly {
-        State::Ro(Box::new(e.read_txn().map_err(|e| to_code(&e))?))
+        State::Ro(e.read_txn().map_err(|e| to_code(&e))?)
     } else {
         State::Rw(Box::new(e.write_txn().map_err(|e| to_code(&e))?))
     };
@@ -226,6 +256,9 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
         state: Some(state),
         cursors: Vec::new(),
         reserved: None,
+        names: None,
+        records: Vec::new(),
+        failed: false,
         rdonly,
     }));
     if !parent.is_null() {
@@ -257,6 +290,9 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
         rc = unsafe { end(b.child, commit) };
         b.child = ptr::null_mut();
     }
+    if commit && rc == MDB_SUCCESS && b.failed {
+        rc = MDB_BAD_TXN;
+    }
     if commit && rc == MDB_SUCCESS {
         if let Err(e) = b.flush() {
             rc = e;
@@ -282,7 +318,11 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
     // A parent being ended is unregistered already and drops its pointer itself.
     if handles::is_live(b.parent, Kind::Txn) {
         // SAFETY: a live parent outlives its child.
-        unsafe { (*b.parent).child = ptr::null_mut() };
+        unsafe {
+            (*b.parent).child = ptr::null_mut();
+            // The child may have created or dropped databases.
+            (*b.parent).names = None;
+        }
     }
     b.envh().live_txns.fetch_sub(1, Ordering::AcqRel);
     rc
@@ -337,8 +377,11 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
             // SAFETY: the list holds this transaction's live cursors.
             unsafe { clear_live(&t.cursors) };
             if let Some(State::Ro(r)) = t.state.take() {
-                t.state = Some(State::Reset((*r).reset()));
+                t.state = Some(State::Reset(r.reset()));
             }
+            t.names = None;
+            // What mdb_get returned of the snapshot is no longer valid.
+            t.records.clear();
         }
     })
 }
@@ -359,7 +402,7 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
         match t.state.take() {
             Some(State::Reset(i)) => match i.renew() {
                 Ok(r) => {
-                    t.state = Some(State::Ro(Box::new(r)));
+                    t.state = Some(State::Ro(r));
                     MDB_SUCCESS
                 }
                 Err(e) => to_code(&e),

@@ -5,62 +5,12 @@
 //! temporary directory. Skipped (with a message) when `cc` or the LMDB
 //! source is missing.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The directory of LMDB's C sources in the cargo registry.
-fn lmdb_src() -> Option<PathBuf> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
-    let mut found: Vec<PathBuf> = std::fs::read_dir(home.join("registry/src"))
-        .ok()?
-        .flatten()
-        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("lmdb-master-sys-")
-        })
-        .map(|e| e.path().join("lmdb/libraries/liblmdb"))
-        .filter(|p| p.join("mtest.c").exists())
-        .collect();
-    found.sort();
-    found.pop()
-}
-
-/// The directory holding a `liblmdb.so` built from the current sources.
-/// `cargo test` builds the library only as an rlib for the tests, so this
-/// runs `cargo build -p sarsen-lmdb` (a no-op when up to date) into the
-/// same target directory (the test binary runs from
-/// `<target>/<profile>/deps`) and returns `<target>/debug`.
-fn lib_dir() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let exe = std::env::current_exe().unwrap();
-            let target = exe.parent().unwrap().parent().unwrap().parent().unwrap();
-            let o = Command::new(env!("CARGO"))
-                .args(["build", "-p", "sarsen-lmdb"])
-                .env("CARGO_TARGET_DIR", target)
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .unwrap();
-            assert!(
-                o.status.success(),
-                "cargo build -p sarsen-lmdb failed:\n{}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-            let dir = target.join("debug");
-            assert!(
-                dir.join("liblmdb.so").exists(),
-                "no liblmdb.so in {}",
-                dir.display()
-            );
-            dir
-        })
-        .clone()
-}
+use common::{lib_dir, lmdb_src};
 
 fn have_cc() -> bool {
     Command::new("cc").arg("--version").output().is_ok()
@@ -165,6 +115,44 @@ fn mtest5_c() {
     mtest("mtest5.c");
 }
 
+/// LMDB's `mtest.c` (a 10 MiB map) with 2 GiB of address space
+/// (`ulimit -v`): too little for Sarsen's default 1 TiB reservation, so
+/// `mdb_env_open` falls back to the map size the program set; it must run
+/// as it runs on real LMDB under the same limit.
+#[test]
+fn mtest_c_with_little_address_space() {
+    if !have_cc() {
+        eprintln!("skipping mtest.c under ulimit -v: no C compiler (cc)");
+        return;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping mtest.c under ulimit -v: LMDB's sources are not in the cargo registry");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (real, ours) = build_both(&src.join("mtest.c"), &src, d);
+    for exe in [&real, &ours] {
+        let db = d.join("testdb");
+        let _ = std::fs::remove_dir_all(&db);
+        std::fs::create_dir(&db).unwrap();
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 2097152 && exec \"$0\"")
+            .arg(exe)
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{} under ulimit -v 2 GiB: {:?}\n{}",
+            exe.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 #[test]
 fn readme_example_c() {
     if !have_cc() {
@@ -186,7 +174,8 @@ fn abuse_c() {
 /// LMDB's tools `mdb_stat`, `mdb_dump`, `mdb_load`, `mdb_copy` and
 /// `mdb_drop`, compiled unchanged, on databases written by `mtest.c`
 /// (main database) and `mtest3.c` (a DUPSORT named database): each exits
-/// 0, and dump | load | dump gives the first dump back.
+/// 0, and dump | load | dump gives the first dump back, by name (`-s`) and
+/// of every database (`-a`).
 #[test]
 fn lmdb_tools() {
     if !have_cc() {
@@ -246,6 +235,111 @@ fn lmdb_tools() {
     sh(&d3, &load, &["-f", "a", "-s", "id2", "loaded"]);
     assert_eq!(sh(&d3, &dump, &["-s", "id2", "loaded"]), a);
     sh(&d3, &drop, &["-d", "-s", "id2", "loaded"]);
+    // Every database (-a): the tools find the named ones as keys of the
+    // main database.
+    let all = sh(&d3, &dump, &["-a", "testdb"]);
+    assert!(String::from_utf8_lossy(&all).contains("database=id2"));
+    std::fs::write(d3.join("all"), &all).unwrap();
+    std::fs::create_dir(d3.join("loaded_all")).unwrap();
+    sh(&d3, &load, &["-f", "all", "loaded_all"]);
+    assert_eq!(sh(&d3, &dump, &["-a", "loaded_all"]), all);
+    let st = String::from_utf8(sh(&d3, &stat, &["-a", "loaded_all"])).unwrap();
+    assert!(st.contains("Status of id2"), "{st}");
+}
+
+/// Builds C program `prog` twice in `d`: against real LMDB (compiled from
+/// the registry's `mdb.c`/`midl.c` in `src`) and against our library.
+/// Returns (LMDB's, ours).
+fn build_both(prog: &Path, src: &Path, d: &Path) -> (PathBuf, PathBuf) {
+    let name = prog.file_stem().unwrap().to_string_lossy().into_owned();
+    let ours = d.join(format!("{name}_sarsen"));
+    compile(prog, &ours);
+    let real = d.join(format!("{name}_lmdb"));
+    let o = Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&real)
+        .arg(prog)
+        .arg(src.join("mdb.c"))
+        .arg(src.join("midl.c"))
+        .arg("-I")
+        .arg(src)
+        .arg("-lpthread")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "building {name} with LMDB failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (real, ours)
+}
+
+/// Builds C program `tests/c/<name>` against real LMDB and against our
+/// library, runs both in a fresh directory holding an empty `testdb` (and
+/// no `testdb2`, which a program may make), and
+/// asserts their outputs are equal; returns LMDB's. `None` (with a
+/// message) without `cc` or LMDB's sources.
+fn same_as_lmdb(name: &str) -> Option<String> {
+    if !have_cc() {
+        eprintln!("skipping {name}: no C compiler (cc)");
+        return None;
+    }
+    let Some(src) = lmdb_src() else {
+        eprintln!("skipping {name}: LMDB's sources are not in the cargo registry");
+        return None;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name);
+    let (real, ours) = build_both(&prog, &src, d);
+    let run = |exe: &Path| {
+        let db = d.join("testdb");
+        let _ = std::fs::remove_dir_all(&db);
+        let _ = std::fs::remove_dir_all(d.join("testdb2"));
+        std::fs::create_dir(&db).unwrap();
+        String::from_utf8(sh(d, exe, &[])).unwrap()
+    };
+    let (l, s) = (run(&real), run(&ours));
+    if l != s {
+        let diff: Vec<String> = l
+            .lines()
+            .zip(s.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("LMDB:   {a}\nSarsen: {b}"))
+            .collect();
+        panic!(
+            "{name} differs:\n{}\n\nLMDB's whole output:\n{l}",
+            diff.join("\n")
+        );
+    }
+    Some(l)
+}
+
+/// `tests/c/named.c`: named databases seen through the main database
+/// (cursor walks, `mdb_get`, counts, writes of a name's key, a plain key
+/// opened as a database, nested, dropped and aborted creations), built
+/// against real LMDB and against our library: the outputs must be equal.
+#[test]
+fn named_databases_in_main_as_lmdb() {
+    if let Some(l) = same_as_lmdb("named.c") {
+        assert!(
+            l.contains("committed fwd: a/1 b/48 m/1 n/48 z/1 zz/48 zzz/1"),
+            "{l}"
+        );
+    }
+}
+
+/// `tests/c/cmp.c`: `mdb_set_compare` on a named and on the main database,
+/// `mdb_set_dupsort`, across a reopen, built against real LMDB and against
+/// our library: the outputs must be equal.
+#[test]
+fn comparison_functions_as_lmdb() {
+    if let Some(l) = same_as_lmdb("cmp.c") {
+        assert!(l.contains("nums: 1=v 7=v 9=v 10=v 25=v 100=v 300=v"), "{l}");
+    }
 }
 
 /// `tests/c/diff.c`, a seeded random program over the API that prints
@@ -269,26 +363,7 @@ fn differential_against_lmdb() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let prog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/diff.c");
-    let ours = d.join("diff_sarsen");
-    compile(&prog, &ours);
-    let real = d.join("diff_lmdb");
-    let o = Command::new("cc")
-        .arg("-O1")
-        .arg("-o")
-        .arg(&real)
-        .arg(&prog)
-        .arg(src.join("mdb.c"))
-        .arg(src.join("midl.c"))
-        .arg("-I")
-        .arg(&src)
-        .arg("-lpthread")
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "building LMDB failed:\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let (real, ours) = build_both(&prog, &src, d);
     let seeds: u64 = std::env::var("SARSEN_CAPI_DIFF_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -24,6 +24,8 @@ pub mod redb;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 pub mod sarsen;
+#[cfg(feature = "sarsen-capi")]
+pub mod sarsen_capi;
 #[cfg(feature = "sled")]
 pub mod sled;
 #[cfg(feature = "wiredtiger")]
@@ -56,6 +58,10 @@ pub type Result<T> = std::result::Result<T, BoxError>;
 pub enum EngineKind {
     /// Sarsen, the engine this harness measures.
     Sarsen,
+    /// Sarsen through LMDB's C API: the `lmdb` engine's code calling Sarsen's
+    /// `liblmdb.so` (crate `sarsen-lmdb`; cargo feature `sarsen-capi`).
+    #[serde(rename = "sarsen-capi")]
+    SarsenCapi,
     /// LMDB (lmdb-master-sys, the `mdb.master` branch).
     Lmdb,
     /// libmdbx (the `libmdbx` crate; cargo feature `libmdbx`).
@@ -90,6 +96,11 @@ macro_rules! with_engine {
             }
             K::Lmdb => {
                 type $E = $crate::engines::lmdb::LmdbEngine;
+                $body
+            }
+            #[cfg(feature = "sarsen-capi")]
+            K::SarsenCapi => {
+                type $E = $crate::engines::sarsen_capi::SarsenCapiEngine;
                 $body
             }
             #[cfg(feature = "redb")]
@@ -143,6 +154,7 @@ impl EngineKind {
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Sarsen => "sarsen",
+            EngineKind::SarsenCapi => "sarsen-capi",
             EngineKind::Lmdb => "lmdb",
             EngineKind::Libmdbx => "libmdbx",
             EngineKind::Redb => "redb",
