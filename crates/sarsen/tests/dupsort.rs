@@ -592,6 +592,43 @@ fn a_user_order_of_values_is_recorded_and_required() {
 }
 
 #[test]
+fn a_read_transaction_of_a_fresh_env_checks_and_attaches_the_order_of_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let by_len = DbOptions::new().dup_sort(KeyOrder::custom(ByLen));
+    let want: Vec<&[u8]> = vec![b"a", b"b", b"bb", b"ccc"];
+    {
+        let env = common::open(dir.path(), EnvOptions::new().max_dbs(4));
+        let mut w = env.write_txn().unwrap();
+        let db = w.create_db_with(Some("d"), &by_len).unwrap();
+        w.create_db(Some("plain")).unwrap();
+        for v in want.iter().rev() {
+            w.put(db, b"k", v).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    // A new environment whose first transaction is a read.
+    let env = common::open(dir.path(), EnvOptions::new().max_dbs(4));
+    let r = env.read_txn().unwrap();
+    let bytewise = DbOptions::new().dup_sort(KeyOrder::Bytewise);
+    for (name, o) in [("d", &bytewise), ("plain", &by_len)] {
+        let e = r.open_db_with(Some(name), o);
+        assert!(
+            matches!(e, Err(Error::DupModeMismatch { .. })),
+            "{name}: {e:?}"
+        );
+    }
+    let db = r.open_db_with(Some("d"), &by_len).unwrap().unwrap();
+    let vals: Vec<&[u8]> = r.iter(db).unwrap().map(|e| e.unwrap().1).collect();
+    assert_eq!(vals, want);
+    // A pair found by the order of values, and one the other order would
+    // put elsewhere.
+    let mut c = r.cursor(db).unwrap();
+    assert!(c.seek_both(b"k", b"bb").unwrap().is_some());
+    assert_eq!(c.dup_count().unwrap(), 4);
+    assert_eq!(c.next_dup().unwrap().map(|e| e.1), Some(&b"ccc"[..]));
+}
+
+#[test]
 fn compact_copy_keeps_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let env = common::open(

@@ -144,6 +144,36 @@ pub(super) fn check_order(
     })
 }
 
+/// For a read transaction's open: checks the duplicate mode of `opts`
+/// against the one `rec` records (`recorded_name`: its comparator of
+/// values), and attaches a user comparator of values to `db`'s handle.
+/// An empty main database with no mode recorded reads alike in any mode.
+pub(super) fn check_dups(
+    env: &Shared,
+    db: Database,
+    rec: &DbRecord,
+    recorded_name: Option<&str>,
+    opts: &DbOptions,
+) -> Result<()> {
+    use crate::page::record::DUP_MASK;
+    let flags = opts.dup_flags()?;
+    let given = opts.dup_comparator_name();
+    let recorded = rec.flags & DUP_MASK;
+    let empty_main = db.dbi == 0 && rec.root == 0 && recorded == 0;
+    if (recorded != flags || recorded_name != given) && !empty_main {
+        return Err(Error::DupModeMismatch {
+            db: env.registry.name(db)?.unwrap_or_default().into(),
+            recorded: describe_dups(recorded, recorded_name),
+            given: describe_dups(flags, given),
+        });
+    }
+    if let Some((KeyOrder::Custom(c), _)) = &opts.dups {
+        order::check_name(c.name())?;
+        env.registry.attach_dup_comparator(db, c)?;
+    }
+    Ok(())
+}
+
 /// How errors name the duplicate mode in record flags `f`.
 pub(super) fn describe_dups(f: u16, comparator: Option<&str>) -> String {
     use crate::page::record::{DUPFIXED, DUPSORT, DUP_ORDER_SHIFT};

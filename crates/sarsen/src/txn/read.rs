@@ -6,8 +6,8 @@ use std::ops::RangeBounds;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::catalog::{
-    adoptable, check_operator, check_order, estimate, get_in, key_order_of, list, lookup,
-    lookup_entry, resolve_order,
+    adoptable, check_dups, check_operator, check_order, estimate, get_in, key_order_of, list,
+    lookup, lookup_entry, resolve_order,
 };
 use crate::btree;
 use crate::cursor::{Cursor, Iter};
@@ -420,12 +420,13 @@ impl<'env> RoTxn<'env> {
 
     /// [`open_db`](RoTxn::open_db) with options. A merge operator or key
     /// comparator in `opts` is attached to the handle for the life of the
-    /// environment (a read transaction records nothing). The duplicate
-    /// mode in `opts` ([`DbOptions::dup_sort`],
-    /// [`DbOptions::dup_fixed`]) is neither checked nor attached here: a
-    /// database whose values a user comparator sorts gets that comparator
-    /// from [`RwTxn::open_db_with`](crate::RwTxn::open_db_with) or
-    /// [`RwTxn::create_db_with`](crate::RwTxn::create_db_with).
+    /// environment (a read transaction records nothing). A duplicate mode
+    /// in `opts` ([`DbOptions::dup_sort`], [`DbOptions::dup_fixed`]) is
+    /// checked against the recorded one, and a user comparator of values
+    /// in it is attached, so a read transaction of a fresh environment can
+    /// read a database whose values it sorts (an empty main database with
+    /// no duplicate mode recorded reads alike in any mode, and takes the
+    /// comparator).
     ///
     /// # Errors
     ///
@@ -433,6 +434,9 @@ impl<'env> RoTxn<'env> {
     /// handle already has, an operator of another name;
     /// [`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch) if the database records another key
     /// order, or the handle already has a comparator of another name;
+    /// [`Error::DupModeMismatch`](crate::Error::DupModeMismatch) if it
+    /// records another duplicate mode, or the handle already has a
+    /// comparator of values of another name;
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for an operator's or comparator's name of
     /// 0 or over 255 bytes; those of [`open_db`](RoTxn::open_db). An
     /// operator or comparator attached before the error stays attached.
@@ -464,6 +468,20 @@ impl<'env> RoTxn<'env> {
             if let KeyOrder::Custom(c) = o {
                 self.env.registry.attach_comparator(db, c)?;
             }
+        }
+        if opts.dups.is_some() {
+            let rec = if db.dbi == 0 {
+                self.main
+            } else {
+                entry.map(|e| e.rec).unwrap_or_default()
+            };
+            check_dups(
+                self.env,
+                db,
+                &rec,
+                entry.and_then(|e| e.dup_comparator),
+                opts,
+            )?;
         }
         self.tree_ord(db)?;
         Ok(Some(db))
