@@ -547,12 +547,9 @@ impl Error {
     /// [`Error::BadTxn`].
     ///
     /// This is the rule [`RwTxn`](crate::RwTxn) itself applies when an
-    /// operation fails. Two things it does not say, each documented where
-    /// it applies: [`RwTxn::drop_db`](crate::RwTxn::drop_db), which has
-    /// emptied the database before it removes the name, leaves the
-    /// transaction broken after any error of that second step; and a call
-    /// that is several writes may have done part of its work when it fails
-    /// and the transaction stays usable
+    /// operation fails. One thing it does not say, documented where it
+    /// applies: a call that is several writes may have done part of its
+    /// work when it fails and the transaction stays usable
     /// ([`RwTxn::delete_range`](crate::RwTxn::delete_range),
     /// [`RwCursor::put_current`](crate::RwCursor::put_current) in a
     /// DUPSORT database, [`RwTxn::create_db_with`](crate::RwTxn::create_db_with)

@@ -122,3 +122,75 @@ fn failed_ops_at_the_upper_bound_change_nothing() {
     );
     eprintln!("{full} operations hit the upper bound");
 }
+
+/// `drop_db` in a full file: removing the name needs pages for the
+/// catalog, so it can hit the bound; it must then change nothing (the
+/// database and its entries intact, the transaction usable), and succeed
+/// once deletes have made room. The catalog is made deeper than the main
+/// tree (many long names), so that filling the file through the main tree
+/// leaves less room than a catalog delete reserves.
+#[test]
+fn drop_db_at_the_upper_bound_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = unsafe {
+        EnvOptions::new()
+            .page_size(512)
+            .max_size(400 * 512)
+            .growth_step(512)
+            .max_dbs(300)
+            .open(dir.path())
+    }
+    .unwrap();
+    let name = |i: u32| format!("{i:03}-{}", "n".repeat(90));
+    let mut w = env.write_txn().unwrap();
+    for i in 0..200 {
+        w.create_db(Some(&name(i))).unwrap();
+    }
+    let named = w.create_db(Some("victim")).unwrap();
+    for i in 0..20u32 {
+        w.put(named, &i.to_be_bytes(), b"named value").unwrap();
+    }
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    let want = contents(w.iter(named));
+    let main = env.main_db();
+    // Fill the file with overflow values in a one-leaf main tree, the
+    // runs ever shorter, until not even a one-page run fits.
+    let mut filled = Vec::new();
+    let mut run = 64usize;
+    let mut k = 0u32;
+    while run > 0 {
+        match w.put(main, &k.to_be_bytes(), &vec![1u8; run * 512 - 100]) {
+            Ok(()) => {
+                filled.push(k);
+                k += 1;
+            }
+            Err(Error::UpperBoundReached { .. }) => run /= 2,
+            Err(e) => panic!("put: {e}"),
+        }
+    }
+    let mut refused = false;
+    loop {
+        match w.drop_db(named) {
+            Ok(()) => break,
+            Err(Error::UpperBoundReached { .. }) => {
+                refused = true;
+                assert_eq!(
+                    contents(w.iter(named)),
+                    want,
+                    "drop_db changed the database"
+                );
+                // Still usable: delete a value to make room, and retry.
+                let k = filled.pop().expect("room made");
+                assert!(w.delete(main, &k.to_be_bytes()).unwrap());
+            }
+            Err(e) => panic!("drop_db: {e}"),
+        }
+    }
+    assert!(refused, "the file was not full enough to test the bound");
+    assert!(matches!(w.iter(named), Err(Error::DbNotFound { .. })));
+    w.commit().unwrap();
+    let r = env.read_txn().unwrap();
+    assert_eq!(r.open_db(Some("victim")).unwrap(), None);
+    assert_eq!(r.list_dbs().unwrap().len(), 200);
+}

@@ -627,18 +627,22 @@ impl<'env> RwTxn<'env> {
     ///
     /// # Errors
     ///
-    /// Those of [`clear_db`](RwTxn::clear_db), which runs first; then
-    /// removing the name from the catalog can give
-    /// [`Error::UpperBoundReached`](crate::Error::UpperBoundReached), [`Error::Corrupted`](crate::Error::Corrupted), or in write-map
-    /// mode [`Error::DiskFull`](crate::Error::DiskFull) or [`Error::Io`](crate::Error::Io). The database is emptied
-    /// by then, so any error of this second step breaks the transaction,
-    /// `UpperBoundReached` included (the one exception to
-    /// [`Error::leaves_txn_usable`](crate::Error::leaves_txn_usable)): abort it.
+    /// [`Error::BadTxn`](crate::Error::BadTxn) once an earlier failure broke
+    /// the transaction, [`Error::DbNotFound`](crate::Error::DbNotFound) for
+    /// a dropped database: nothing changes. Removing the name from the
+    /// catalog comes first and can give
+    /// [`Error::UpperBoundReached`](crate::Error::UpperBoundReached), which
+    /// leaves the transaction as it was, or [`Error::Corrupted`](crate::Error::Corrupted)
+    /// and in write-map mode [`Error::DiskFull`](crate::Error::DiskFull) or
+    /// [`Error::Io`](crate::Error::Io), which break it. Freeing the tree's
+    /// pages then takes no page; only a damaged tree fails there
+    /// ([`Error::Corrupted`](crate::Error::Corrupted)), and breaks the
+    /// transaction, whose name is already gone.
     pub fn drop_db(&mut self, db: Database) -> Result<()> {
-        self.clear_db(db)?;
         let Some(name) = self.env.registry.name(db)? else {
-            return Ok(());
+            return self.clear_db(db);
         };
+        self.current(db)?;
         let mut cat = self.w.catalog;
         let r = self
             .w
@@ -646,11 +650,14 @@ impl<'env> RwTxn<'env> {
             .delete(name.as_bytes());
         match &r {
             Ok(_) => self.w.catalog = cat,
-            // The database is already emptied: whatever the error, the
-            // transaction no longer matches any state the caller asked for.
-            Err(_) => self.broken = true,
+            Err(e) if !e.leaves_txn_usable() => self.broken = true,
+            Err(_) => {}
         }
         r?;
+        if let Err(e) = self.clear_db(db) {
+            self.broken = true;
+            return Err(e);
+        }
         *self.named(db)? = NamedDb::absent();
         Ok(())
     }
