@@ -12,6 +12,7 @@ pub(crate) mod buf;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 pub(crate) mod file;
+mod fork;
 pub(crate) mod lock;
 pub(crate) mod mmap;
 pub(crate) mod slots;
