@@ -144,10 +144,11 @@ pub(super) fn check_order(
     })
 }
 
-/// For a read transaction's open: checks the duplicate mode of `opts`
-/// against the one `rec` records (`recorded_name`: its comparator of
-/// values), and attaches a user comparator of values to `db`'s handle.
-/// An empty main database with no mode recorded reads alike in any mode.
+/// Checks the duplicate mode of `opts` against the one `rec` records
+/// (`recorded_name`: its comparator of values), and attaches a user
+/// comparator of values to `db`'s handle. An empty main database with no
+/// mode recorded passes in any mode (it reads alike; a write transaction
+/// then records the given one).
 pub(super) fn check_dups(
     env: &Shared,
     db: Database,
@@ -455,38 +456,29 @@ impl<'env> RwTxn<'env> {
         Ok(())
     }
 
-    /// Checks the duplicate mode `flags` against `db`'s, and gives it to
-    /// an empty main database that has none yet.
+    /// Checks the duplicate mode of `opts` against `db`'s and attaches a
+    /// comparator of values ([`check_dups`]); an empty main database with
+    /// no mode recorded takes the given one.
     pub(super) fn apply_dups(&mut self, db: Database, opts: &DbOptions) -> Result<()> {
         use crate::page::record::DUP_MASK;
+        let rec = self.tree(db)?;
+        let recorded_name = self.named(db)?.dup_comparator.clone();
+        check_dups(self.env, db, &rec, recorded_name.as_deref(), opts)?;
         let flags = opts.dup_flags()?;
         let given = opts.dup_comparator_name();
-        if let Some((KeyOrder::Custom(c), _)) = &opts.dups {
-            order::check_name(c.name())?;
-            self.env.registry.attach_dup_comparator(db, c)?;
-        }
-        let rec = self.tree(db)?;
-        let recorded = rec.flags & DUP_MASK;
-        let recorded_name = self.named(db)?.dup_comparator.clone();
-        if recorded == flags && recorded_name.as_deref() == given {
+        if rec.flags & DUP_MASK == flags && recorded_name.as_deref() == given {
             return Ok(());
         }
-        if db.dbi == 0 && rec.root == 0 && recorded == 0 {
-            self.w.main.flags = (self.w.main.flags & !DUP_MASK) | flags;
-            self.w.main_changed = true;
-            if let Some(c) = given {
-                let n = self.named(db)?;
-                n.dup_comparator = Some(c.into());
-                n.exists = true;
-                n.dirty = true;
-            }
-            return Ok(());
+        // Only an empty main database with no mode recorded gets here.
+        self.w.main.flags = (self.w.main.flags & !DUP_MASK) | flags;
+        self.w.main_changed = true;
+        if let Some(c) = given {
+            let n = self.named(db)?;
+            n.dup_comparator = Some(c.into());
+            n.exists = true;
+            n.dirty = true;
         }
-        Err(Error::DupModeMismatch {
-            db: self.env.registry.name(db)?.unwrap_or_default().into(),
-            recorded: describe_dups(recorded, recorded_name.as_deref()),
-            given: describe_dups(flags, given),
-        })
+        Ok(())
     }
 
     /// Whether `db` has no operator recorded yet; `MergeOperatorMismatch`
