@@ -117,6 +117,14 @@ pub struct Cli {
           default_missing_value = "true", action = ArgAction::Set, value_parser = parse_flag)]
     pub wt_lsm: bool,
 
+    /// Sarsen and LMDB (and sarsen-capi) write through a writable map
+    /// (`true`, as Symas' reports run LMDB) or, with `false`, through `pwrite` of
+    /// private dirty pages, each engine's default mode; their tables are labelled
+    /// `ENGINE-pwrite`.
+    #[arg(long = "write_map", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = ArgAction::Set, value_parser = parse_flag)]
+    pub write_map: bool,
+
     /// Comma-separated allocators: re-run every engine's child with each preloaded
     /// (LD_PRELOAD of Debian's libjemalloc2 or libtcmalloc-minimal4; glibc = none).
     #[arg(long = "malloc", value_delimiter = ',', value_enum)]
@@ -260,6 +268,14 @@ pub struct Params {
     /// WiredTiger uses its LSM tree (`--wt_lsm`).
     #[serde(default)]
     pub wt_lsm: bool,
+    /// Map engines write through a writable map (`--write_map`).
+    #[serde(default = "yes")]
+    pub write_map: bool,
+}
+
+/// Serde's default for flags that default to true.
+fn yes() -> bool {
+    true
 }
 
 impl Params {
@@ -307,6 +323,7 @@ impl Cli {
                 .or(merging.then_some(MergeOperator::Uint64Add)),
             cache_bytes: self.cache_size,
             wt_lsm: self.wt_lsm,
+            write_map: self.write_map,
         }
     }
 

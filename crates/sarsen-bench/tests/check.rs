@@ -108,6 +108,48 @@ fn check_passes_for_every_built_engine() {
     }
 }
 
+/// `--write_map false`: the same verification with Sarsen and LMDB writing
+/// through `pwrite` (their default mode), their tables labelled `-pwrite`
+/// and their configuration without a writable map.
+#[test]
+fn check_passes_without_write_map() {
+    let db = tempfile::tempdir().expect("temp dir");
+    let stdout = ok(&bench(
+        &[
+            "--check",
+            "--engines",
+            "sarsen,lmdb",
+            "--write_map",
+            "false",
+        ],
+        db.path(),
+    ));
+    assert!(stdout.contains("check passed"), "{stdout}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let json = db.path().join("pwrite.json");
+    ok(&bench(
+        &[
+            "--num=2000",
+            "--benchmarks=fillrandom,overwrite",
+            "--engines=sarsen,lmdb",
+            "--write_map=false",
+            &format!("--json={}", json.display()),
+        ],
+        dir.path(),
+    ));
+    let recs = records(&json);
+    assert_eq!(recs.len(), 4);
+    for r in recs {
+        let engine = r["engine"].as_str().expect("engine");
+        assert_eq!(r["series"], format!("{engine}-pwrite"));
+        let config = r["config"].as_str().expect("config");
+        assert!(
+            !config.contains("write_map(true)") && !config.contains("MDB_WRITEMAP"),
+            "{config}"
+        );
+    }
+}
+
 /// `--wt_lsm`: the same verification on WiredTiger's LSM tree, and its tables
 /// labelled `wiredtiger-lsm`; a B-tree database is not silently opened as an LSM
 /// tree.

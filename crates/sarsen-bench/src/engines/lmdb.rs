@@ -212,10 +212,14 @@ impl<L: Library> Engine for LmdbEngine<L> {
     const MAPS_DB: bool = true;
 
     fn config(opts: &OpenOptions) -> String {
-        let mut c = String::from("MDB_WRITEMAP");
-        if opts.sync == SyncMode::Async {
-            c.push_str(" | MDB_NOSYNC | MDB_NOMETASYNC");
+        let mut c = String::new();
+        if opts.write_map {
+            c.push_str("MDB_WRITEMAP | ");
         }
+        c.push_str(match opts.sync {
+            SyncMode::Async => "MDB_NOSYNC | MDB_NOMETASYNC",
+            SyncMode::Durable => "durable commits",
+        });
         if opts.random_reads {
             c.push_str(" | MDB_NORDAHEAD");
         }
@@ -243,7 +247,7 @@ impl<L: Library> Engine for LmdbEngine<L> {
     fn open(dir: &Path, opts: &OpenOptions) -> Result<Self> {
         let path = CString::new(dir.as_os_str().as_bytes())?;
         let map_size = MIN_MAP_SIZE.max(opts.data_bytes.saturating_mul(4));
-        let mut flags = ffi::MDB_WRITEMAP;
+        let mut flags = if opts.write_map { ffi::MDB_WRITEMAP } else { 0 };
         if opts.sync == SyncMode::Async {
             flags |= ffi::MDB_NOSYNC | ffi::MDB_NOMETASYNC;
         }

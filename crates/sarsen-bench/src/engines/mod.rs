@@ -205,6 +205,15 @@ impl EngineKind {
         with_engine!(self, E => E::MAPS_DB, missing => false)
     }
 
+    /// Whether the engine honours [`OpenOptions::write_map`] (a map it can write
+    /// through or not).
+    pub fn has_write_map(self) -> bool {
+        matches!(
+            self,
+            EngineKind::Sarsen | EngineKind::SarsenCapi | EngineKind::Lmdb
+        )
+    }
+
     /// Whether the engine lets several threads write at once.
     pub fn concurrent_writers(self) -> bool {
         with_engine!(self, E => E::CONCURRENT_WRITERS, missing => false)
@@ -255,6 +264,11 @@ pub struct OpenOptions {
     /// WiredTiger opens its LSM tree instead of its B-tree (`--wt_lsm`); other
     /// engines ignore it.
     pub wt_lsm: bool,
+    /// Engines with a memory map write through it (`true`, LMDB's `MDB_WRITEMAP`), or
+    /// with `pwrite` from private dirty pages (`false`: each one's default). Sarsen
+    /// and LMDB honour it; libmdbx (whose Rust crate fixes the mode in a type
+    /// parameter) and the other engines ignore it. `--write_map`.
+    pub write_map: bool,
 }
 
 /// A new value for a key, computed from its current one by `Engine::update_batch`:
@@ -400,6 +414,7 @@ pub mod conformance {
             merge_operator: merge.then_some(MergeOperator::Uint64Add),
             cache_bytes: 8 << 20,
             wt_lsm,
+            write_map: true,
         }
     }
 

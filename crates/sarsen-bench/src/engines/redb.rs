@@ -247,6 +247,7 @@ mod tests {
             merge_operator: None,
             cache_bytes: 8 << 20,
             wt_lsm: false,
+            write_map: true,
         };
         let e = super::RedbEngine::open(dir.path(), &opts).expect("open");
         e.write_batch(&[(b"b", b"1"), (b"d", b"1")], true)

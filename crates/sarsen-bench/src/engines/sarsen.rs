@@ -1,5 +1,7 @@
 //! Sarsen through its public API: default options, except `Durability::NoSync` with
-//! a writable map for asynchronous workloads (as LMDB's `MDB_WRITEMAP | MDB_NOSYNC`).
+//! a writable map for asynchronous workloads (as LMDB's `MDB_WRITEMAP | MDB_NOSYNC`),
+//! or without one under `--write_map false` (Sarsen's default, as LMDB's
+//! `MDB_NOSYNC` alone).
 
 use std::path::Path;
 
@@ -26,7 +28,10 @@ impl Engine for SarsenEngine {
 
     fn config(opts: &OpenOptions) -> String {
         let mut c = match opts.sync {
-            SyncMode::Async => String::from("Durability::NoSync, write_map(true)"),
+            SyncMode::Async if opts.write_map => {
+                String::from("Durability::NoSync, write_map(true)")
+            }
+            SyncMode::Async => String::from("Durability::NoSync, write_map(false)"),
             SyncMode::Durable => String::from("Durability::Durable (one fdatasync per commit)"),
         };
         if opts.random_reads {
@@ -49,7 +54,7 @@ impl Engine for SarsenEngine {
         let env = unsafe {
             EnvOptions::new()
                 .durability(durability)
-                .write_map(durability == Durability::NoSync)
+                .write_map(durability == Durability::NoSync && opts.write_map)
                 .read_ahead(!opts.random_reads)
                 .open(dir)?
         };

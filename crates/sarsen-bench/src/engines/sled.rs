@@ -275,6 +275,7 @@ mod tests {
             merge_operator: None,
             cache_bytes: 8 << 20,
             wt_lsm: false,
+            write_map: true,
         };
         {
             let e = super::SledEngine::open(dir.path(), &opts).expect("open");

@@ -94,6 +94,7 @@ pub fn open_options(spec_params: &Params, w: Workload) -> OpenOptions {
         merge_operator: p.merge_operator,
         cache_bytes: p.cache_bytes,
         wt_lsm: p.wt_lsm,
+        write_map: p.write_map,
     }
 }
 

@@ -184,6 +184,8 @@ impl Record {
             allocator: series.alloc.map_or("", |a| a.name()).to_string(),
             series: if opts.wt_lsm && series.engine == EngineKind::Wiredtiger {
                 format!("{}-lsm", series.name())
+            } else if !opts.write_map && series.engine.has_write_map() {
+                format!("{}-pwrite", series.name())
             } else {
                 series.name()
             },
