@@ -28,6 +28,10 @@ fn commit_puts(env: &Env, rng: &mut StdRng, n: usize) -> (u64, u64) {
     (txnid, at_least)
 }
 
+/// Pages a commit of a few puts can add to those dirty before it: the
+/// GC tree's path and a split, generously.
+const GC_PAGES: u64 = 8;
+
 #[test]
 fn sync_bytes_bounds_the_bytes_not_yet_durable() {
     const LIMIT: u64 = 256 << 10;
@@ -47,9 +51,11 @@ fn sync_bytes_bounds_the_bytes_not_yet_durable() {
             let info = env.info().unwrap();
             assert!(info.unsynced_bytes < LIMIT, "{mode:?}: {info:?}");
             if info.durable_txnid == txnid {
-                // Made durable here: it reached the threshold.
+                // Made durable here: it reached the threshold. `at_least`
+                // leaves out the GC pages commit itself changes (a path of
+                // the GC tree, and a split: a few pages).
                 assert_eq!(info.unsynced_bytes, 0);
-                assert!(before + at_least >= LIMIT || at_least >= LIMIT);
+                assert!(before + at_least + GC_PAGES * 4096 >= LIMIT);
                 synced += 1;
             } else {
                 assert!(

@@ -240,3 +240,77 @@ fn held_reader_pins_pages_until_dropped() {
     m.check_full(&env, db, "after the pinned phase");
     eprintln!("sizes after drop: {after:?}");
 }
+
+/// Small commits that are not yet durable reuse the pages an older,
+/// durable commit freed, until those run out; the file does not grow.
+///
+/// In `SafeNoSync` only pages freed by durable commits are reusable, so
+/// each small commit takes a few pages from the record of the large delete
+/// below. The pages it leaves must stay where they are
+/// reusable: saved again under the small commit's own (not yet durable)
+/// txnid, they would be out of reach until the next sync, and every commit
+/// would extend the file instead.
+#[test]
+fn unsynced_small_commits_reuse_pages_freed_before_the_last_sync() {
+    {
+        let mode = Durability::SafeNoSync;
+        let dir = tempfile::tempdir().unwrap();
+        let env = unsafe {
+            sarsen::EnvOptions::new()
+                .durability(mode)
+                .page_size(4096)
+                .open(dir.path())
+        }
+        .unwrap();
+        let db = env.main_db();
+        let mut m = Model {
+            ver: vec![None; 20_000],
+        };
+        let all: Vec<u32> = (0..20_000).collect();
+        let mut w = env.write_txn().unwrap();
+        put_batch(&mut w, db, &mut m, &all, 0, 0);
+        w.commit().unwrap();
+        let mut w = env.write_txn().unwrap();
+        for i in (0..20_000u32).filter(|i| i % 4 != 0) {
+            assert!(w.delete(db, &key(i)).unwrap());
+            m.ver[i as usize] = None;
+        }
+        w.commit().unwrap();
+        env.sync().unwrap();
+        let before = env.info().unwrap();
+        let mut rng = StdRng::seed_from_u64(7);
+        let commits = 40;
+        for r in 1..=commits {
+            let mut w = env.write_txn().unwrap();
+            put_batch(
+                &mut w,
+                db,
+                &mut m,
+                &[4 * rng.random_range(0..5_000u32)],
+                r,
+                1,
+            );
+            w.commit().unwrap();
+        }
+        let after = env.info().unwrap();
+        assert_eq!(
+            after.durable_txnid, before.durable_txnid,
+            "{mode:?}: no commit synced"
+        );
+        // Each commit takes a few pages; the delete freed far more than 40 commits take.
+        assert!(
+            before.gc_pages > 10 * commits as u64,
+            "{mode:?}: the delete freed only {} pages",
+            before.gc_pages
+        );
+        // The GC tree's own rarer splits may take a page from the end of
+        // the file; pages left unreachable would cost several per commit.
+        assert!(
+            after.next_pgno <= before.next_pgno + commits as u64 / 10,
+            "{mode:?}: the file grew from {} to {} pages while reusable pages were in the GC",
+            before.next_pgno,
+            after.next_pgno
+        );
+        m.check_full(&env, db, "after the small commits");
+    }
+}

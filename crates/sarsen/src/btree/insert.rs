@@ -301,6 +301,20 @@ impl<S: PageStore> Tree<'_, S> {
         Ok(())
     }
 
+    /// Makes the pages on the path to `key` dirty (copy-on-write) and changes
+    /// no entry: for a caller that must know which pages its next changes
+    /// there free before making them (the GC's save at commit). Reserves
+    /// the path's pages first, as a put does.
+    pub(crate) fn touch_to(&mut self, key: &[u8]) -> Result<()> {
+        if self.rec.root == 0 {
+            return Ok(());
+        }
+        self.store.reserve(usize::from(self.rec.depth), 0)?;
+        self.state.clear_hint(self.rec.root);
+        let (mut path, _) = descend(self.store.view(), self.rec, self.ord, key)?;
+        self.touch_path(&mut path)
+    }
+
     /// Makes every page on `path` dirty, top down, pointing each parent at its
     /// child's new page number.
     pub(crate) fn touch_path(&mut self, path: &mut Path) -> Result<()> {

@@ -59,6 +59,10 @@ pub(crate) struct Pager {
     /// The leaf that `touch` copied last (0: none), whose checksum is taken
     /// when `touch` copies another (see [`Pager::touch`]).
     last_leaf: Pgno,
+    /// The first `kept_run` pages of `reclaimed` are a run of consecutive
+    /// pages an operation counted on for its overflow value
+    /// ([`Pager::keep_run`]): one-page allocations leave them alone.
+    pub kept_run: usize,
     /// Pages of the snapshot this transaction took from the GC or released
     /// from its trees: each may do so once (see [`Claims`]).
     pub claims: Claims,
@@ -98,6 +102,7 @@ impl Pager {
             upper_pgno: 0,
             growth_pgno: 1,
             last_leaf: 0,
+            kept_run: 0,
             claims: Claims::default(),
             marks: Vec::new(),
         }
@@ -137,6 +142,7 @@ impl Pager {
         self.freed.clear();
         self.reclaimed.clear();
         self.last_leaf = 0;
+        self.kept_run = 0;
         self.claims.truncate(0);
         self.drop_marks();
     }
@@ -159,6 +165,24 @@ impl Pager {
         Err(Error::UpperBoundReached {
             upper: u64::from(self.upper_pgno) * self.layout.psize as u64,
         })
+    }
+
+    /// Moves a run of `run` consecutive reclaimed pages to the front of
+    /// `reclaimed` and keeps it there for the operation's overflow value:
+    /// one-page allocations take the other reclaimed pages, then the end
+    /// of the file, never a page of the run (taking one would break the run
+    /// that the room check counted on). Any earlier kept run is released.
+    pub(crate) fn keep_run(&mut self, run: usize) {
+        self.kept_run = 0;
+        if run <= 1 || !has_run(&mut self.reclaimed, run) {
+            return;
+        }
+        // `has_run` sorted the list descending: a run sits at i .. i+run.
+        if let Some(i) = self.reclaimed.windows(run).position(is_run) {
+            let pages: Vec<Pgno> = self.reclaimed.drain(i..i + run).collect();
+            self.reclaimed.splice(0..0, pages);
+            self.kept_run = run;
+        }
     }
 
     /// Whether the reclaimed pages hold a run of `run` consecutive pages
@@ -299,11 +323,14 @@ impl Pager {
     #[inline]
     pub(crate) fn alloc(&mut self, n: usize) -> Result<Pgno> {
         if n == 1 {
-            if let Some(p) = self.reclaimed.pop() {
-                self.prefetch_next_free();
-                return Ok(p);
+            if self.reclaimed.len() > self.kept_run {
+                if let Some(p) = self.reclaimed.pop() {
+                    self.prefetch_next_free();
+                    return Ok(p);
+                }
             }
         } else if let Some(p) = take_run(&mut self.reclaimed, n) {
+            self.kept_run = 0;
             return Ok(p);
         }
         let p = self.next_pgno;

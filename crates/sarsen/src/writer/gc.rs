@@ -49,32 +49,59 @@ fn chunk_capacity(s: &WriteStore) -> usize {
     (s.pager.layout.max_key + crate::page::node::OVERFLOW_REF - 12) / 4
 }
 
-/// Moves the newest reusable record into the pager's reclaimed pages and
-/// deletes it from the GC. Returns `false` when no record is old enough.
+/// A GC record the transaction loaded: its key and the pages it held. The
+/// record stays in the GC tree until commit, where it is rewritten with
+/// the pages left unused (at most as many as it held) or deleted.
+#[derive(Clone, Debug)]
+pub(crate) struct Loaded {
+    key: [u8; 12],
+    pages: Vec<Pgno>,
+}
+
+/// Moves the pages of the newest reusable record not loaded yet into the
+/// pager's reclaimed pages. The record itself stays in the GC tree (see
+/// [`save`]). Returns `false` when no record is old enough.
 pub(crate) fn load_record(w: &mut WriteStore) -> Result<bool> {
-    if w.gc.root == 0 || w.loading_gc {
+    if w.gc.root == 0 || w.gc_exhausted {
         return Ok(false);
     }
     let (k, pages) = {
         let mut c = RawCursor::new(w.pager.view(), w.gc, Order::Bytewise);
-        let bound = key(w.gc_bound, u32::MAX);
-        let found = match c.seek(&bound)? {
-            Some((k, _)) if k == bound => c.current()?,
-            Some(_) => c.prev()?,
-            None => c.last()?,
+        // Records are loaded newest first: below the last one loaded, else
+        // at or below the bound.
+        let found = match w.loaded.last() {
+            Some(l) => match c.seek(&l.key)? {
+                Some(_) => c.prev()?,
+                None => c.last()?,
+            },
+            None => {
+                let bound = key(w.gc_bound, u32::MAX);
+                match c.seek(&bound)? {
+                    Some((k, _)) if k == bound => c.current()?,
+                    Some(_) => c.prev()?,
+                    None => c.last()?,
+                }
+            }
         };
         let Some((k, v)) = found else {
+            w.gc_exhausted = true;
             return Ok(false);
         };
-        match key_txnid(k) {
-            Some(t) if t <= w.gc_bound => {}
-            Some(_) => return Ok(false),
-            None => {
-                return Err(Error::corrupted(
-                    u64::from(w.gc.root),
-                    "GC key of wrong length",
-                ))
-            }
+        let Ok(k) = <[u8; 12]>::try_from(k) else {
+            return Err(Error::corrupted(
+                u64::from(w.gc.root),
+                "GC key of wrong length",
+            ));
+        };
+        if key_txnid(&k).is_none_or(|t| t > w.gc_bound) {
+            w.gc_exhausted = true;
+            return Ok(false);
+        }
+        if w.loaded.last().is_some_and(|l| k >= l.key) {
+            return Err(Error::corrupted(
+                u64::from(w.gc.root),
+                "GC records out of order",
+            ));
         }
         if v.len() % 4 != 0 {
             return Err(Error::corrupted(
@@ -91,9 +118,18 @@ pub(crate) fn load_record(w: &mut WriteStore) -> Result<bool> {
                     "GC names a page outside the file",
                 ));
             }
+            // A page on the path to the record is one commit copies when it
+            // rewrites or deletes the record: handed out before, it would be
+            // overwritten while the GC tree still reads it.
+            if c.on_path(p) {
+                return Err(Error::corrupted(
+                    u64::from(p),
+                    "GC lists a page of its own tree",
+                ));
+            }
             pages.push(p);
         }
-        (k.to_vec(), pages)
+        (k, pages)
     };
     // A page listed twice (in this record or one loaded before), or one a
     // tree of this transaction has released (so a tree still used it), is
@@ -109,84 +145,174 @@ pub(crate) fn load_record(w: &mut WriteStore) -> Result<bool> {
             return Err(e);
         }
     }
-    let before = w.pager.reclaimed.len();
-    w.pager.reclaimed.extend_from_slice(&pages);
-    w.loading_gc = true;
-    let mut gc = w.gc;
-    // The GC tree never takes the append hint: its state is its own.
-    let r = Tree::new(w, &mut TreeState::default(), &mut gc, Order::Bytewise).delete(&k);
-    w.loading_gc = false;
-    if r.is_err() {
-        // The record stays in the GC, so its pages must not be reusable
-        // (a failed reserve changed nothing, so the rest is as it was).
-        w.pager.reclaimed.truncate(before);
-        w.pager.claims.truncate(claimed);
-        return r.map(|_| false);
-    }
-    w.gc = gc;
-    if !r? {
-        // The cursor found it but a search cannot: keys out of order. Going
-        // on would load the same record forever.
-        return Err(Error::corrupted(
-            u64::from(w.gc.root),
-            "GC record found by scan but not by search",
-        ));
-    }
+    // In front of the pages reclaimed before (after a kept run): allocation
+    // takes from the end, so the records loaded first (the newest) are used
+    // up first and the older ones are left as they were, with nothing to
+    // rewrite.
+    let at = w.pager.kept_run.min(w.pager.reclaimed.len());
+    w.pager.reclaimed.splice(at..at, pages.iter().copied());
+    w.loaded.push(Loaded { key: k, pages });
     Ok(true)
 }
 
-/// Records this transaction's freed pages, and the reclaimed pages it did
-/// not use, under its txnid. Runs at commit.
+/// Loads records until `pages` pages are reclaimed or none is left: the
+/// pages commit's changes to the GC tree take come from the GC itself
+/// rather than the end of the file, as far as the records loaded suffice.
+/// No record can be loaded while the tree is being changed, so this runs
+/// between changes, for their usual need (see [`change_pages`]).
+fn load_until(w: &mut WriteStore, pages: usize) -> Result<()> {
+    while w.pager.reclaimed.len() < pages && load_record(w)? {}
+    Ok(())
+}
+
+/// Pages a change to the GC tree at commit usually takes: a copy of each
+/// page on the path to a record. A split or merge takes pages from the end
+/// of the file when no reclaimed page is left: loading records for the
+/// worst case would load an old one at most commits, to leave it unused.
+fn change_pages(w: &WriteStore) -> usize {
+    usize::from(w.gc.depth)
+}
+
+/// Records the transaction's free pages at commit, in the records of the
+/// GC:
+/// - each record loaded ([`load_record`]) is rewritten with as many of the
+///   reclaimed pages left unused as it held, or fewer, and deleted when
+///   none are left for it. Its key stays: the pages are older than any
+///   snapshot a reader holds, whichever record named them, and a record
+///   left where it was is not rewritten by the next transactions (a
+///   one-put transaction moves only the few pages it used, not every page
+///   of the record it took them from);
+/// - the pages this transaction freed from trees, and reclaimed pages
+///   beyond the loaded records' room, go into new records under its txnid.
 ///
 /// Saving changes the GC tree, which can free pages (copy-on-write of GC
-/// pages) and take pages (copies and splits, from `reclaimed` first). To
-/// settle, no record is deleted here (a chunk no longer needed is written
-/// empty), so no merge ever frees a page and the list changes only in two
+/// pages) and take pages (copies and splits, from `reclaimed` first). The
+/// deletes come first, while pages may still be loaded for them; then the
+/// rewrites settle: no record is deleted any more (a record no longer
+/// needed is written empty, and deleted by the next transaction that loads
+/// it), so no merge ever frees a page, and the lists change only in two
 /// bounded ways: `freed` grows when a clean GC page is first copied, and
-/// `reclaimed` shrinks by the pages taken. A shrink changes only the last
-/// chunk, rewritten shorter in place without allocating; a growth lengthens
-/// the last chunk by one entry, which can cost one split. No records are
-/// loaded meanwhile (`committing`).
+/// `reclaimed` shrinks by the pages taken, from its end. A shrink changes
+/// the last non-empty record, rewritten shorter in place without
+/// allocating; a growth lengthens the last new chunk by one entry, which
+/// can cost one split.
 pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     w.committing = true;
-    let cap = chunk_capacity(w).max(1);
-    let mut saved: Vec<Vec<Pgno>> = Vec::new();
+    delete_used(w)?;
+    load_until(w, change_pages(w))?;
+    // Copy the path where the new records go first, so that the pages the
+    // copies free are in `freed` before the first record is written (the
+    // loaded records are the next keys down, usually in the same leaf).
     let mut state = TreeState::default();
+    let (mut gc, first) = (w.gc, key(w.pager.txnid, 0));
+    let r = Tree::new(w, &mut state, &mut gc, Order::Bytewise).touch_to(&first);
+    w.gc = gc;
+    r?;
+    let cap = chunk_capacity(w).max(1);
+    // What the tree holds: the loaded records as loaded.
+    let mut saved: Vec<([u8; 12], Vec<Pgno>)> =
+        w.loaded.iter().map(|l| (l.key, l.pages.clone())).collect();
+    // New chunks written so far: one no longer needed is written empty.
+    let mut chunks = 0;
     for _ in 0..64 {
-        let p = &w.pager;
-        let list: Vec<Pgno> = p.freed.iter().chain(p.reclaimed.iter()).copied().collect();
-        let mut chunks: Vec<Vec<Pgno>> = list.chunks(cap).map(<[Pgno]>::to_vec).collect();
-        while chunks.len() < saved.len() {
-            chunks.push(Vec::new());
-        }
-        for (i, c) in chunks.iter().enumerate() {
-            if saved.get(i) == Some(c) {
+        let plan = plan(w, cap, chunks);
+        for (k, list) in &plan {
+            if saved.iter().any(|(sk, sl)| sk == k && sl == list) {
                 continue;
             }
-            let mut v = Vec::with_capacity(4 * c.len());
-            for p in c {
+            let mut v = Vec::with_capacity(4 * list.len());
+            for p in list {
                 v.extend_from_slice(&p.to_le_bytes());
             }
             let mut gc = w.gc;
-            let k = key(w.pager.txnid, i as u32);
-            let r = Tree::new(w, &mut state, &mut gc, Order::Bytewise).put(&k, &v);
+            let r = Tree::new(w, &mut state, &mut gc, Order::Bytewise).put(k, &v);
             w.gc = gc;
             r?;
         }
-        saved = chunks;
         // Content, not length: a round can both take a page and free one.
-        let p = &w.pager;
-        if p.freed.iter().chain(p.reclaimed.iter()).eq(list.iter()) {
+        chunks = plan.len() - w.loaded.len();
+        if plan == self::plan(w, cap, chunks) {
             // A page recorded free must not be one this commit writes.
             debug_assert!(
-                list.iter().all(|pg| !p.dirty.contains_key(pg)),
+                plan.iter()
+                    .flat_map(|(_, l)| l)
+                    .all(|pg| !w.pager.dirty.contains_key(pg)),
                 "GC record names a dirty page"
             );
             return Ok(());
         }
+        saved = plan;
     }
     Err(Error::corrupted(
         u64::from(w.gc.root),
         "GC record did not settle while saving the free list",
     ))
+}
+
+/// Deletes the loaded records that no reclaimed page is left for (see
+/// [`plan`]), one at a time, until none is: a delete may take pages,
+/// leaving fewer for the others.
+fn delete_used(w: &mut WriteStore) -> Result<()> {
+    let mut state = TreeState::default();
+    loop {
+        load_until(w, change_pages(w))?;
+        let mut left = w.pager.reclaimed.len();
+        let mut used = None;
+        for (i, l) in w.loaded.iter().enumerate().rev() {
+            if left == 0 || l.pages.is_empty() {
+                used = Some(i);
+                break;
+            }
+            left -= l.pages.len().min(left);
+        }
+        let Some(i) = used else {
+            return Ok(());
+        };
+        // The record stays in `loaded` while it is deleted: a delete that
+        // loads another record looks below the oldest loaded one.
+        let k = w.loaded[i].key;
+        let mut gc = w.gc;
+        let r = Tree::new(w, &mut state, &mut gc, Order::Bytewise).delete(&k);
+        w.gc = gc;
+        if !r? {
+            return Err(Error::corrupted(
+                u64::from(w.gc.root),
+                "GC record found by scan but not by search",
+            ));
+        }
+        w.loaded.remove(i);
+    }
+}
+
+/// The GC records commit writes, key and pages: the loaded records, the
+/// oldest first, each with its share of the reclaimed pages from the front
+/// (where [`load_record`] put their own, so pages taken from the end shrink
+/// the newest share first), then the freed pages and the rest of the
+/// reclaimed ones in chunks under this transaction's txnid, at least
+/// `chunks` of them (empty ones last).
+fn plan(w: &WriteStore, cap: usize, chunks: usize) -> Vec<([u8; 12], Vec<Pgno>)> {
+    let p = &w.pager;
+    let mut out = Vec::with_capacity(w.loaded.len() + 1);
+    let mut from = 0;
+    for l in w.loaded.iter().rev() {
+        let to = (from + l.pages.len()).min(p.reclaimed.len());
+        out.push((l.key, p.reclaimed[from..to].to_vec()));
+        from = to;
+    }
+    let rest: Vec<Pgno> = p
+        .freed
+        .iter()
+        .chain(&p.reclaimed[from..])
+        .copied()
+        .collect();
+    let mut n = 0;
+    for c in rest.chunks(cap) {
+        out.push((key(p.txnid, n), c.to_vec()));
+        n += 1;
+    }
+    while (n as usize) < chunks {
+        out.push((key(p.txnid, n), Vec::new()));
+        n += 1;
+    }
+    out
 }

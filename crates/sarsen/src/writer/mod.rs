@@ -52,9 +52,8 @@ impl NamedDb {
 }
 
 /// The write transaction's page store: the [`Pager`], refilled from the
-/// GC when a tree reserves pages. The refill deletes a GC record, a change
-/// to the GC tree through this same store: the one call from the store
-/// back into a tree (`gc::load_record`).
+/// GC when a tree reserves pages (`gc::load_record` reads the GC tree;
+/// commit's `gc::save` changes it through this same store).
 pub(crate) struct WriteStore {
     pub pager: Pager,
     /// The GC tree's record as this transaction sees it.
@@ -63,8 +62,26 @@ pub(crate) struct WriteStore {
     pub gc_bound: u64,
     /// Set while commit saves the GC: reserving then loads no records.
     pub committing: bool,
-    /// Set while a GC record is being deleted after loading it.
-    pub loading_gc: bool,
+    /// The GC records loaded, in load order (newest txnid first).
+    pub loaded: Vec<gc::Loaded>,
+    /// No record is left to load: set when a search for one found none,
+    /// until the transaction ends or a nested one is rolled back (the GC
+    /// tree gains no reusable record while a transaction runs).
+    pub gc_exhausted: bool,
+}
+
+impl WriteStore {
+    /// Before a one-page allocation: loads a GC record if no reclaimed page
+    /// is left. Loading only reads the GC tree, so it may happen in the
+    /// middle of an operation on another tree; not while commit saves the
+    /// GC (`committing`), whose tree is then half changed.
+    #[inline]
+    fn refill(&mut self) -> Result<()> {
+        if self.pager.reclaimed.len() <= self.pager.kept_run && !self.committing {
+            gc::load_record(self)?;
+        }
+        Ok(())
+    }
 }
 
 impl PageStore for WriteStore {
@@ -81,27 +98,34 @@ impl PageStore for WriteStore {
         self.pager.txnid
     }
 
-    /// Reuse comes first: GC records are loaded until the reclaimed pages
-    /// alone cover the operation (an overflow run wants `run` consecutive
-    /// ones), and only then is the end of the file counted. Records are
-    /// loaded only here, before an operation changes anything, so an
-    /// allocation in the middle of one never spends the pages reserved for
-    /// it on deleting a GC record.
+    /// GC records are loaded here only as far as the room check needs them
+    /// (the end of the file counts too, up to the upper bound) or for an
+    /// overflow run of `run` consecutive pages, which is then kept apart
+    /// from the one-page allocations ([`Pager::keep_run`]). Single pages
+    /// are loaded when an allocation finds none reclaimed
+    /// ([`WriteStore::refill`]), so reuse still comes before the end of the
+    /// file, and an operation loads only the records it uses rather than
+    /// its worst case.
     fn reserve(&mut self, pages: usize, run: usize) -> Result<()> {
         let mut have_run = self.pager.has_run(run);
-        while !self.committing && (self.pager.reclaimed.len() < pages || !have_run) {
+        while !self.committing && (!have_run || self.pager.room(pages, run, have_run).is_err()) {
             if !gc::load_record(self)? {
                 break;
             }
             have_run = have_run || self.pager.has_run(run);
         }
+        self.pager.keep_run(run);
         self.pager.room(pages, run, have_run)
     }
     fn new_page(&mut self, kind: Kind) -> Result<Pgno> {
+        self.refill()?;
         self.pager.new_page(kind)
     }
     #[inline]
     fn touch(&mut self, pgno: Pgno) -> Result<Pgno> {
+        if !self.pager.is_dirty(pgno) {
+            self.refill()?;
+        }
         self.pager.touch(pgno)
     }
     fn free(&mut self, pgno: Pgno, n: usize) -> Result<()> {
@@ -111,6 +135,7 @@ impl PageStore for WriteStore {
         self.pager.free_run(pgno, n)
     }
     fn write_overflow(&mut self, value: &[u8]) -> Result<(Pgno, u64)> {
+        self.refill()?;
         self.pager.write_overflow(value)
     }
     #[inline]
@@ -169,7 +194,8 @@ impl TxnState {
                 gc: DbRecord::default(),
                 gc_bound: 0,
                 committing: false,
-                loading_gc: false,
+                loaded: Vec::new(),
+                gc_exhausted: false,
             },
             tree: TreeState::default(),
             catalog: DbRecord::default(),
@@ -215,6 +241,8 @@ impl TxnState {
     pub(crate) fn reset(&mut self) {
         self.store.pager.reset();
         self.store.committing = false;
+        self.store.loaded.clear();
+        self.store.gc_exhausted = false;
         self.tree.append = None;
         self.dbs.clear();
         self.main_changed = false;

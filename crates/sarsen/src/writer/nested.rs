@@ -14,6 +14,8 @@ pub(crate) struct Checkpoint {
     main: DbRecord,
     catalog: DbRecord,
     gc: DbRecord,
+    /// How many GC records were loaded.
+    loaded: usize,
     main_changed: bool,
     dbs: Vec<Option<NamedDb>>,
     append_hint: Option<(Pgno, Path)>,
@@ -28,6 +30,7 @@ impl TxnState {
             main: self.main,
             catalog: self.catalog,
             gc: self.store.gc,
+            loaded: self.store.loaded.len(),
             main_changed: self.main_changed,
             dbs: self.dbs.clone(),
             append_hint: self.tree.append,
@@ -61,6 +64,8 @@ impl TxnState {
         self.main = cp.main;
         self.catalog = cp.catalog;
         self.store.gc = cp.gc;
+        self.store.loaded.truncate(cp.loaded);
+        self.store.gc_exhausted = false;
         self.main_changed = cp.main_changed;
         self.dbs = cp.dbs;
         self.tree.append = cp.append_hint;
