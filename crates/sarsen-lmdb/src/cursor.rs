@@ -405,8 +405,7 @@ pub unsafe extern "C" fn mdb_cursor_dbi(cursor: *mut MDB_cursor) -> MDB_dbi {
     })
 }
 
-/// Moves the cursor (`mdb_cursor_get`). Every operation of LMDB 0.9 but
-/// `MDB_PREV_MULTIPLE` (`ENOTSUP`). As in LMDB, a move past either end
+/// Moves the cursor (`mdb_cursor_get`): every operation of LMDB 0.9. As in LMDB, a move past either end
 /// gives `MDB_NOTFOUND` and leaves the cursor where it was, and a failed
 /// `MDB_SET`/`MDB_SET_KEY`/`MDB_SET_RANGE`/`MDB_GET_BOTH*` leaves it
 /// unpositioned.
@@ -459,6 +458,29 @@ unsafe fn input_key<'b>(p: *const MDB_val) -> CResult<&'b [u8]> {
     }
     // SAFETY: per the contract.
     unsafe { MDB_val::key(&*p) }
+}
+
+/// `MDB_PREV_MULTIPLE` for the cursor `sc` on key `k`, value `at` of a
+/// DUPFIXED database: the run of `k`'s values before the one holding `at`
+/// (packed, `None` if that is the first). LMDB's runs are the pages of the
+/// key's sub-tree; here they are the runs `get_multiple`/`next_multiple`
+/// return (a sub-tree leaf, or the key's inline list), found by walking
+/// them from the key's first value: the cost grows with `at`'s rank.
+fn prev_batch(sc: &mut Cursor<'_>, k: &[u8], at: &[u8]) -> CResult<Option<Vec<u8>>> {
+    if sc.seek_both(k, at).map_err(err)?.is_none() || sc.first_dup().map_err(err)?.is_none() {
+        return Ok(None);
+    }
+    let mut prev: Option<Vec<u8>> = None;
+    let mut run = sc.get_multiple().map_err(err)?.map(|(_, v)| v.to_vec());
+    while let Some(vals) = run {
+        if vals.chunks_exact(at.len().max(1)).any(|x| x == at) {
+            return Ok(prev);
+        }
+        prev = Some(vals);
+        run = sc.next_multiple().map_err(err)?.map(|(_, v)| v.to_vec());
+    }
+    // `at` is gone (not found in its key's values): no run before it.
+    Ok(None)
 }
 
 /// # Safety
@@ -603,7 +625,37 @@ unsafe fn get(
             }
             return Ok(());
         }
-        MDB_PREV_MULTIPLE => return Err(libc::ENOTSUP),
+        MDB_PREV_MULTIPLE => {
+            // As LMDB: the checks, then (unpositioned) the last pair.
+            if data.is_null() {
+                return Err(libc::EINVAL);
+            }
+            if !c.dup || !v.dup_mode(c.db).map_err(err)?.is_some_and(|d| d.fixed) {
+                return Err(MDB_INCOMPATIBLE);
+            }
+            let (at, from_last) = match c.restore_from(&mut sc, live)? {
+                Restored::Exact(e) | Restored::Ahead(Some(e)) => (e, false),
+                Restored::Unset => (sc.last().map_err(err)?.ok_or(MDB_NOTFOUND)?, true),
+                Restored::Ahead(None) => return Err(MDB_NOTFOUND),
+            };
+            let (k, at) = (at.0, at.1.to_vec());
+            // On `MDB_NOTFOUND` the cursor stays where it is (LMDB's
+            // cursor stays on its page), on the last pair if it was unset.
+            c.save((k, &at));
+            let batch = prev_batch(&mut sc, k, &at)?.ok_or(MDB_NOTFOUND)?;
+            let last = &batch[batch.len() - at.len()..];
+            c.save((k, last));
+            c.multi = batch;
+            // SAFETY: NULL or writable per the contract. As LMDB, `key` is
+            // set only when the cursor was unset (LMDB's `MDB_LAST` sets it).
+            unsafe {
+                if from_last {
+                    store(key, MDB_val::of(k));
+                }
+                store(data, MDB_val::of(&c.multi));
+            }
+            return Ok(());
+        }
         _ => return Err(libc::EINVAL),
     };
     let Some(e) = found else {
