@@ -361,7 +361,7 @@ fn can_reserve(bytes: u64) -> bool {
 
 /// Closes the environment and frees the handle (`mdb_env_close`). Every
 /// transaction must have ended first (LMDB's rule); if some are still live
-/// the handle is unregistered but its memory and the environment are
+/// the handle is ended (refused from then on) but its memory and the environment are
 /// leaked, so those transactions stay memory-safe until they end.
 ///
 /// # Safety
