@@ -17,7 +17,7 @@ use sarsen::{Cursor, Database, Entry};
 use crate::consts::*;
 use crate::dbi::{put, reserve};
 use crate::error::to_code;
-use crate::handles::{self, Kind};
+use crate::handles::CURSORS;
 use crate::main_view::{self, MAIN_DBI};
 use crate::txn::{txn_mut, MDB_txn, View};
 use crate::{code, guard, guard_or, store, CResult, MDB_dbi, MDB_val};
@@ -38,7 +38,9 @@ enum Pos {
 
 /// A cursor handle (LMDB's `MDB_cursor`), from [`mdb_cursor_open`].
 pub struct MDB_cursor {
-    /// The transaction, NULL once a read transaction ended (until
+    /// This cursor's handle (what C holds, see [`crate::handles`]).
+    handle: usize,
+    /// The transaction's object, NULL once a read transaction ended (until
     /// `mdb_cursor_renew`).
     txn: *mut MDB_txn,
     dbi: MDB_dbi,
@@ -204,11 +206,12 @@ pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
     }
 }
 
-/// Frees cursor `c` (`free`) or detaches it from its ended transaction.
+/// Frees cursor `c` or (`detach_only`) detaches it from its ended
+/// transaction.
 ///
 /// # Safety
 ///
-/// `c` is a live, registered cursor handle.
+/// `c` is the object of a live cursor handle.
 pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
     if detach_only {
         // SAFETY: live per the contract.
@@ -216,9 +219,16 @@ pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
         c.sync();
         c.live = None;
         c.txn = ptr::null_mut();
-    } else if handles::unregister(c, Kind::Cursor) {
-        // SAFETY: registered until just now: a `Box<MDB_cursor>` we gave out.
-        drop(unsafe { Box::from_raw(c) });
+    } else {
+        // SAFETY: live per the contract.
+        let h = unsafe { (*c).handle };
+        if let Some(r) = CURSORS.retire(h) {
+            // SAFETY: the object of the handle that was live until just
+            // now, a `Box<MDB_cursor>` we published; its slot is not free
+            // yet, so nobody else uses it.
+            drop(unsafe { Box::from_raw(r.obj as *mut MDB_cursor) });
+            CURSORS.recycle(r, false);
+        }
     }
 }
 
@@ -227,10 +237,11 @@ pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
 /// # Safety
 ///
 /// As every C entry point: a cursor is used by one thread at a time.
+#[inline]
 unsafe fn cursor_mut<'a>(p: *mut MDB_cursor) -> CResult<&'a mut MDB_cursor> {
-    handles::check(p, Kind::Cursor)?;
-    // SAFETY: registered: a live `Box<MDB_cursor>`.
-    Ok(unsafe { &mut *p })
+    let o = CURSORS.get(p.addr()).ok_or(libc::EINVAL)?;
+    // SAFETY: the object of a live handle: a `Box<MDB_cursor>` we published.
+    Ok(unsafe { &mut *(o as *mut MDB_cursor) })
 }
 
 /// The cursor and its transaction (`EINVAL` when detached).
@@ -274,8 +285,10 @@ pub unsafe extern "C" fn mdb_cursor_open(
             // As LMDB: `MDB_BAD_TXN` in a failed, reset or parent transaction.
             t.view()?;
             let crate::env::DbiInfo { db, dup, .. } = t.db(dbi)?;
+            let (slot, _) = CURSORS.alloc()?;
             let c = Box::into_raw(Box::new(MDB_cursor {
-                txn,
+                handle: 0,
+                txn: t,
                 dbi,
                 db,
                 dup,
@@ -286,10 +299,12 @@ pub unsafe extern "C" fn mdb_cursor_open(
                 live: None,
                 stale: false,
             }));
-            handles::register(c, Kind::Cursor);
+            let handle = CURSORS.publish(slot, c as *mut ());
+            // SAFETY: `c` is ours alone until the handle is given out.
+            unsafe { (*c).handle = handle };
             t.cursors.push(c);
             // SAFETY: non-NULL, writable per the contract.
-            unsafe { cursor.write(c) };
+            unsafe { cursor.write(ptr::without_provenance_mut(handle)) };
             Ok(())
         })();
         code(r)
@@ -310,14 +325,14 @@ pub unsafe extern "C" fn mdb_cursor_close(cursor: *mut MDB_cursor) {
         let Ok(c) = (unsafe { cursor_mut(cursor) }) else {
             return;
         };
+        let obj: *mut MDB_cursor = c;
         if !c.txn.is_null() {
-            // SAFETY: live while `txn` is set.
-            if let Ok(t) = unsafe { txn_mut(c.txn) } {
-                t.cursors.retain(|&p| !ptr::eq(p, cursor));
-            }
+            // SAFETY: a cursor's transaction is live while `txn` is set.
+            let t = unsafe { &mut *c.txn };
+            t.cursors.retain(|&p| !ptr::eq(p, obj));
         }
-        // SAFETY: live and registered.
-        unsafe { free_cursor(cursor, false) };
+        // SAFETY: the object of a live handle.
+        unsafe { free_cursor(obj, false) };
     })
 }
 
@@ -337,19 +352,23 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             if !t.rdonly {
                 return Err(libc::EINVAL);
             }
-            if !c.txn.is_null() {
-                // SAFETY: live while set.
-                if let Ok(old) = unsafe { txn_mut(c.txn) } {
-                    old.cursors.retain(|&p| !ptr::eq(p, cursor));
-                }
-            }
             let info = t.db(c.dbi)?;
+            let obj: *mut MDB_cursor = c;
+            let tp: *mut MDB_txn = t;
+            if ptr::eq(c.txn, tp) {
+                t.cursors.retain(|&p| !ptr::eq(p, obj));
+            } else if !c.txn.is_null() {
+                // SAFETY: a cursor's transaction is live while `txn` is
+                // set; another transaction than `t`.
+                let old = unsafe { &mut *c.txn };
+                old.cursors.retain(|&p| !ptr::eq(p, obj));
+            }
             (c.db, c.dup) = (info.db, info.dup);
-            c.txn = txn;
+            c.txn = tp;
             c.pos = Pos::Unset;
             c.live = None;
             c.stale = false;
-            t.cursors.push(cursor);
+            t.cursors.push(obj);
             Ok(())
         })();
         code(r)
@@ -365,7 +384,11 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
 pub unsafe extern "C" fn mdb_cursor_txn(cursor: *mut MDB_cursor) -> *mut MDB_txn {
     guard_or(ptr::null_mut(), || {
         // SAFETY: checked.
-        unsafe { cursor_mut(cursor) }.map_or(ptr::null_mut(), |c| c.txn)
+        match unsafe { cursor_mut(cursor) } {
+            // SAFETY: a cursor's transaction is live while `txn` is set.
+            Ok(c) if !c.txn.is_null() => ptr::without_provenance_mut(unsafe { (*c.txn).handle }),
+            _ => ptr::null_mut(),
+        }
     })
 }
 
@@ -382,8 +405,7 @@ pub unsafe extern "C" fn mdb_cursor_dbi(cursor: *mut MDB_cursor) -> MDB_dbi {
     })
 }
 
-/// Moves the cursor (`mdb_cursor_get`). Every operation of LMDB 0.9 but
-/// `MDB_PREV_MULTIPLE` (`ENOTSUP`). As in LMDB, a move past either end
+/// Moves the cursor (`mdb_cursor_get`): every operation of LMDB 0.9. As in LMDB, a move past either end
 /// gives `MDB_NOTFOUND` and leaves the cursor where it was, and a failed
 /// `MDB_SET`/`MDB_SET_KEY`/`MDB_SET_RANGE`/`MDB_GET_BOTH*` leaves it
 /// unpositioned.
@@ -436,6 +458,29 @@ unsafe fn input_key<'b>(p: *const MDB_val) -> CResult<&'b [u8]> {
     }
     // SAFETY: per the contract.
     unsafe { MDB_val::key(&*p) }
+}
+
+/// `MDB_PREV_MULTIPLE` for the cursor `sc` on key `k`, value `at` of a
+/// DUPFIXED database: the run of `k`'s values before the one holding `at`
+/// (packed, `None` if that is the first). LMDB's runs are the pages of the
+/// key's sub-tree; here they are the runs `get_multiple`/`next_multiple`
+/// return (a sub-tree leaf, or the key's inline list), found by walking
+/// them from the key's first value: the cost grows with `at`'s rank.
+fn prev_batch(sc: &mut Cursor<'_>, k: &[u8], at: &[u8]) -> CResult<Option<Vec<u8>>> {
+    if sc.seek_both(k, at).map_err(err)?.is_none() || sc.first_dup().map_err(err)?.is_none() {
+        return Ok(None);
+    }
+    let mut prev: Option<Vec<u8>> = None;
+    let mut run = sc.get_multiple().map_err(err)?.map(|(_, v)| v.to_vec());
+    while let Some(vals) = run {
+        if vals.chunks_exact(at.len().max(1)).any(|x| x == at) {
+            return Ok(prev);
+        }
+        prev = Some(vals);
+        run = sc.next_multiple().map_err(err)?.map(|(_, v)| v.to_vec());
+    }
+    // `at` is gone (not found in its key's values): no run before it.
+    Ok(None)
 }
 
 /// # Safety
@@ -580,7 +625,37 @@ unsafe fn get(
             }
             return Ok(());
         }
-        MDB_PREV_MULTIPLE => return Err(libc::ENOTSUP),
+        MDB_PREV_MULTIPLE => {
+            // As LMDB: the checks, then (unpositioned) the last pair.
+            if data.is_null() {
+                return Err(libc::EINVAL);
+            }
+            if !c.dup || !v.dup_mode(c.db).map_err(err)?.is_some_and(|d| d.fixed) {
+                return Err(MDB_INCOMPATIBLE);
+            }
+            let (at, from_last) = match c.restore_from(&mut sc, live)? {
+                Restored::Exact(e) | Restored::Ahead(Some(e)) => (e, false),
+                Restored::Unset => (sc.last().map_err(err)?.ok_or(MDB_NOTFOUND)?, true),
+                Restored::Ahead(None) => return Err(MDB_NOTFOUND),
+            };
+            let (k, at) = (at.0, at.1.to_vec());
+            // On `MDB_NOTFOUND` the cursor stays where it is (LMDB's
+            // cursor stays on its page), on the last pair if it was unset.
+            c.save((k, &at));
+            let batch = prev_batch(&mut sc, k, &at)?.ok_or(MDB_NOTFOUND)?;
+            let last = &batch[batch.len() - at.len()..];
+            c.save((k, last));
+            c.multi = batch;
+            // SAFETY: NULL or writable per the contract. As LMDB, `key` is
+            // set only when the cursor was unset (LMDB's `MDB_LAST` sets it).
+            unsafe {
+                if from_last {
+                    store(key, MDB_val::of(k));
+                }
+                store(data, MDB_val::of(&c.multi));
+            }
+            return Ok(());
+        }
         _ => return Err(libc::EINVAL),
     };
     let Some(e) = found else {

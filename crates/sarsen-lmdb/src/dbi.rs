@@ -397,13 +397,15 @@ fn refit(o: &KeyOrder, len: usize) -> Option<KeyOrder> {
     }
 }
 
-/// Before a put of `key` and a value of `val_len` bytes into named integer
+/// Before a put of `key` and a value of `val_len` bytes into integer
 /// database `dbi` (`MDB_INTEGERKEY` or `MDB_INTEGERDUP`): LMDB compares integers of the
 /// size it is given, 4 or 8 bytes, while Sarsen records one width when it
 /// creates a database (8 bytes here, before any key is seen). So while the
-/// database is empty, a put of the other width re-creates it (dropped and
-/// created again in this transaction, with the same name, options and
-/// Sarsen handle) with that width. An abort undoes it with the rest.
+/// database is empty, a put of the other width re-creates a named one
+/// (dropped and created again in this transaction, with the same name,
+/// options and Sarsen handle) with that width, and opens the main one
+/// with it (an empty main database takes it). An abort undoes it with the
+/// rest.
 pub(crate) fn fit_integers(
     t: &mut MDB_txn,
     dbi: MDB_dbi,
@@ -419,9 +421,7 @@ pub(crate) fn fit_integers(
     if key_to.is_none() && dup_to.is_none() || v.stat(db).map_err(err)?.entries != 0 {
         return Ok(()); // Sarsen checks the sizes in the put
     }
-    let Some(name) = t.envh().dbi_name(dbi) else {
-        return Ok(()); // the main database: not re-created
-    };
+    let name = t.envh().dbi_name(dbi);
     let mut o = DbOptions::new().key_order(key_to.unwrap_or(order));
     if let Some(d) = dups {
         o = o.dup_sort(dup_to.unwrap_or(d.order));
@@ -430,6 +430,14 @@ pub(crate) fn fit_integers(
         }
     }
     let w = t.rw()?;
+    let Some(name) = name else {
+        // The main database is not re-created: while empty it takes the
+        // other width when opened with it.
+        return match w.open_db_with(None, &o).map_err(err)? {
+            Some(m) if m == db => Ok(()),
+            _ => Err(MDB_PANIC),
+        };
+    };
     w.drop_db(db).map_err(err)?;
     let again = w.create_db_with(Some(&name), &o).map_err(err)?;
     // The environment's registry gives a name the same handle for life.

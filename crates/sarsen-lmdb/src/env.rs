@@ -5,14 +5,14 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use sarsen::{Database, Durability, Env, EnvOptions};
 
 use crate::consts::*;
 use crate::error::to_code;
-use crate::handles::{self, Kind};
+use crate::handles::ENVS;
 use crate::{code, guard, guard_or, store, CResult, MDB_envinfo, MDB_stat};
 
 /// Env flags accepted by `mdb_env_open`.
@@ -59,11 +59,23 @@ pub(crate) struct DbiInfo {
     pub(crate) int: bool,
 }
 
+/// A number never used before as a version of any environment's table of
+/// database handles (so a transaction object reused in another
+/// environment never takes its old copy for current).
+fn new_dbi_version() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// An environment handle (LMDB's `MDB_env`). Created by
 /// [`mdb_env_create`], opened by [`mdb_env_open`], freed by
 /// [`mdb_env_close`].
 pub struct MDB_env {
+    /// This environment's handle (what C holds, see [`crate::handles`]).
+    pub(crate) handle: usize,
     cfg: Mutex<Config>,
+    /// Opened with `MDB_RDONLY` (read without the lock on `cfg`).
+    rdonly: AtomicBool,
     /// The open environment (`Box::into_raw`), NULL before open.
     env: AtomicPtr<Env>,
     /// Transactions begun and not yet ended.
@@ -71,6 +83,11 @@ pub struct MDB_env {
     /// Database handles: index `MDB_dbi`; 0 is never used (LMDB's free
     /// list), 1 is the main database once a transaction opened it.
     pub(crate) dbis: RwLock<Vec<Option<DbiInfo>>>,
+    /// Set anew (under the write lock of `dbis`) by every change of
+    /// `dbis`, from [`new_dbi_version`]: a transaction's copy of the table
+    /// is current while it holds this value (see
+    /// [`crate::txn::MDB_txn::db`]).
+    pub(crate) dbi_version: AtomicU64,
     /// The names of the named databases, by `MDB_dbi` (for re-creating
     /// one: [`crate::dbi::fit_integers`], [`crate::compare`]).
     pub(crate) dbi_names: Mutex<HashMap<crate::MDB_dbi, String>>,
@@ -98,15 +115,25 @@ impl MDB_env {
         self.cfg.lock().unwrap_or_else(|e| e.into_inner()).flags
     }
 
-    /// What `dbi` stands for, or `EINVAL` for a number never given out.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<DbiInfo> {
+    /// Whether the environment was opened with `MDB_RDONLY`.
+    #[inline]
+    pub(crate) fn rdonly(&self) -> bool {
+        self.rdonly.load(Ordering::Relaxed)
+    }
+
+    /// Copies the table of database handles into `into`; its version.
+    pub(crate) fn copy_dbis(&self, into: &mut Vec<Option<DbiInfo>>) -> u64 {
         let t = self.dbis.read().unwrap_or_else(|e| e.into_inner());
-        t.get(dbi as usize).copied().flatten().ok_or(libc::EINVAL)
+        into.clear();
+        into.extend_from_slice(&t);
+        // Under the lock: writers move it on under the write lock.
+        self.dbi_version.load(Ordering::Acquire)
     }
 
     /// The `MDB_dbi` of database `info`, giving it a number if it has none.
     pub(crate) fn dbi_of(&self, info: DbiInfo, main: bool) -> crate::MDB_dbi {
         let mut t = self.dbis.write().unwrap_or_else(|e| e.into_inner());
+        self.dbi_version.store(new_dbi_version(), Ordering::Release);
         if t.len() < 2 {
             t.resize(2, None);
         }
@@ -135,6 +162,7 @@ impl MDB_env {
     /// Forgets the number `dbi` (`mdb_dbi_close`, `mdb_drop(.., 1)`).
     pub(crate) fn forget_dbi(&self, dbi: crate::MDB_dbi) {
         let mut t = self.dbis.write().unwrap_or_else(|e| e.into_inner());
+        self.dbi_version.store(new_dbi_version(), Ordering::Release);
         if dbi >= 2 {
             if let Some(d) = t.get_mut(dbi as usize) {
                 *d = None;
@@ -148,11 +176,13 @@ impl MDB_env {
 /// # Safety
 ///
 /// As every C entry point: a live handle is not being closed concurrently.
+#[inline]
 pub(crate) unsafe fn env_ref<'a>(p: *const MDB_env) -> CResult<&'a MDB_env> {
-    let p = handles::check(p, Kind::Env)?;
-    // SAFETY: `p` is registered: a live `Box<MDB_env>` we gave out. The
-    // handle is shared (`&`): its mutable parts sit behind locks/atomics.
-    Ok(unsafe { &*p })
+    let o = ENVS.get(p.addr()).ok_or(libc::EINVAL)?;
+    // SAFETY: `p` is a live handle, so `o` is the `Box<MDB_env>` published
+    // for it. The handle is shared (`&`): its mutable parts sit behind
+    // locks/atomics.
+    Ok(unsafe { &*(o as *const MDB_env) })
 }
 
 /// Creates an environment handle (`mdb_env_create`); `*env` gets it.
@@ -166,7 +196,13 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
         if env.is_null() {
             return libc::EINVAL;
         }
+        let slot = match ENVS.alloc() {
+            Ok((slot, _)) => slot,
+            Err(e) => return e,
+        };
         let h = Box::into_raw(Box::new(MDB_env {
+            handle: 0,
+            rdonly: AtomicBool::new(false),
             cfg: Mutex::new(Config {
                 flags: 0,
                 max_readers: 126,
@@ -179,12 +215,15 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
             env: AtomicPtr::new(ptr::null_mut()),
             live_txns: AtomicUsize::new(0),
             dbis: RwLock::new(Vec::new()),
+            dbi_version: AtomicU64::new(new_dbi_version()),
             dbi_names: Mutex::new(HashMap::new()),
             cmp_slots: Mutex::new(HashMap::new()),
         }));
-        handles::register(h, Kind::Env);
+        let handle = ENVS.publish(slot, h as *mut ());
+        // SAFETY: `h` is ours alone until the handle is given out below.
+        unsafe { (*h).handle = handle };
         // SAFETY: `env` is non-NULL and the caller promises it is writable.
-        unsafe { env.write(h) };
+        unsafe { env.write(ptr::without_provenance_mut(handle)) };
         MDB_SUCCESS
     })
 }
@@ -296,6 +335,7 @@ fn open(h: &MDB_env, p: &Path, cpath: &CStr, flags: c_uint) -> CResult<()> {
         e => to_code(&e),
     })?;
     cfg.flags |= flags;
+    h.rdonly.store(rdonly, Ordering::Relaxed);
     cfg.path = Some(cpath.to_owned());
     h.env.store(Box::into_raw(Box::new(env)), Ordering::Release);
     Ok(())
@@ -321,7 +361,7 @@ fn can_reserve(bytes: u64) -> bool {
 
 /// Closes the environment and frees the handle (`mdb_env_close`). Every
 /// transaction must have ended first (LMDB's rule); if some are still live
-/// the handle is unregistered but its memory and the environment are
+/// the handle is ended (refused from then on) but its memory and the environment are
 /// leaked, so those transactions stay memory-safe until they end.
 ///
 /// # Safety
@@ -330,17 +370,23 @@ fn can_reserve(bytes: u64) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn mdb_env_close(env: *mut MDB_env) {
     guard_or((), || {
-        if !handles::is_live(env, Kind::Env) {
+        // SAFETY: checked.
+        let Ok(h) = (unsafe { env_ref(env) }) else {
             return;
-        }
-        // SAFETY: registered, so a live `Box<MDB_env>`.
-        let live = unsafe { &*env }.live_txns.load(Ordering::Acquire);
-        handles::unregister(env, Kind::Env);
+        };
+        let live = h.live_txns.load(Ordering::Acquire);
+        let Some(r) = ENVS.retire(env.addr()) else {
+            return;
+        };
+        let obj = r.obj as *mut MDB_env;
+        // The slot forgets the object: freed below, or leaked.
+        ENVS.recycle(r, false);
         if live > 0 {
             return;
         }
-        // SAFETY: registered until just now, and no transaction borrows it.
-        let h = unsafe { Box::from_raw(env) };
+        // SAFETY: the object of a handle that was live until just now, a
+        // `Box<MDB_env>` no transaction borrows.
+        let h = unsafe { Box::from_raw(obj) };
         let p = h.env.swap(ptr::null_mut(), Ordering::AcqRel);
         if !p.is_null() {
             // SAFETY: from `Box::into_raw` in `open`; no transaction is live.

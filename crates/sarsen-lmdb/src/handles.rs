@@ -1,147 +1,317 @@
-//! The table of live handles. Every handle this library gives out is a
-//! `Box` turned into a raw pointer and registered here with its kind; a
-//! pointer is dereferenced only after `check` finds it registered with
-//! the expected kind, so a NULL, closed, freed or foreign handle gives
-//! `EINVAL` instead of undefined behaviour.
+//! Handles as slab indices with a generation.
 //!
-//! The table is behind one mutex; to spare a lock per call, each thread
-//! remembers the last few handles it found live, valid while no handle has
-//! been unregistered since (a global epoch, bumped by every
-//! `unregister`). A cached answer is no weaker than a locked lookup: both
-//! can only tell that the handle was live at the time of the check (LMDB's
-//! rules forbid closing a handle while another thread uses it).
+//! The pointers this library gives to C (`MDB_env *`, `MDB_txn *`,
+//! `MDB_cursor *`) are not addresses: each is a number naming a slot of
+//! its kind's slab and the generation the slot had when the handle was
+//! given out, with the kind in its low two bits:
+//!
+//! ```text
+//! bit 63 ......... 26 | 25 .......... 2 | 1 0
+//!      generation      |   slot index    | kind (1 env, 2 txn, 3 cursor)
+//! ```
+//!
+//! A slot holds the address of its object and a generation, odd while the
+//! slot is live. Looking a handle up reads the slot's generation: it must
+//! be odd and equal the handle's, so a NULL, closed, stale (its slot since
+//! reused), foreign, forged or wrong-kind handle gives `EINVAL` and no
+//! memory is touched but the slab's own, which is never freed. An address
+//! (of anything, 4-byte aligned) has kind bits 0 and is refused at once.
+//!
+//! Nothing on the lookup path takes a lock: slabs are chunks that never
+//! move (a fixed table of chunk pointers, each set once), and a slot's
+//! generation and object are atomics. Ending a handle moves its slot's
+//! generation on with a compare-and-swap (so of two racing ends one wins),
+//! and the slot goes back to a lock-free free list (a Treiber stack whose
+//! head carries a tag against ABA) only once its object is cleaned up, so
+//! a slot is never handed out while its old object is still in use.
+//!
+//! A slot can keep its object when it is freed ([`Slab::recycle`]): the
+//! next handle from that slot reuses it, so a transaction handle costs no
+//! allocation once its slot has been used.
+//!
+//! As before, a check can only tell that the handle was live at the time
+//! of the check: LMDB's rules forbid ending a handle while another thread
+//! uses it. Generations have 38 bits: a stale handle is mistaken for a
+//! live one only if its slot was reused 2^37 times meanwhile.
 
-use std::cell::Cell;
-use std::collections::HashMap;
 use std::ffi::c_int;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// What a registered pointer points to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// An `MDB_env`.
-    Env,
-    /// An `MDB_txn`.
-    Txn,
-    /// An `MDB_cursor`.
-    Cursor,
+const KIND_BITS: u32 = 2;
+const INDEX_BITS: u32 = 24;
+const GEN_SHIFT: u32 = KIND_BITS + INDEX_BITS;
+const GEN_MASK: u64 = (1 << (64 - GEN_SHIFT)) - 1;
+/// Slots in one chunk.
+const CHUNK_BITS: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
+/// Chunks a slab can have: `CHUNKS * CHUNK` is `2^INDEX_BITS` slots.
+const CHUNKS: usize = 1 << (INDEX_BITS - CHUNK_BITS);
+
+// Handles are 64-bit numbers carried in pointers.
+const _: () = assert!(usize::BITS == 64);
+
+/// One slot: the generation (odd while live), the next free slot (index
+/// + 1, 0 for none) while on the free list, and the object.
+struct Slot {
+    gen: AtomicU64,
+    next: AtomicU32,
+    obj: AtomicPtr<()>,
 }
 
-/// Hashes a handle's address: live addresses are distinct and 8-byte
-/// aligned, so one multiply (Fibonacci hashing) spreads them.
-#[derive(Default)]
-struct AddrHasher(u64);
+/// A slab of handles of one kind. See the module docs.
+pub(crate) struct Slab {
+    kind: u64,
+    chunks: [AtomicPtr<Slot>; CHUNKS],
+    /// Slots handed out at least once (the next new index).
+    used: AtomicU32,
+    /// Free list head: tag (upper 32 bits) | index + 1 (0: empty).
+    free: AtomicU64,
+    /// Taken to allocate a chunk (rare: every 4096 slots).
+    grow: Mutex<()>,
+}
 
-impl Hasher for AddrHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+/// Environment handles.
+pub(crate) static ENVS: Slab = Slab::new(1);
+/// Transaction handles.
+pub(crate) static TXNS: Slab = Slab::new(2);
+/// Cursor handles.
+pub(crate) static CURSORS: Slab = Slab::new(3);
+
+/// A handle ended by [`Slab::retire`]: its slot, not yet free, and its object.
+pub(crate) struct Retired {
+    index: u32,
+    /// The handle's object.
+    pub(crate) obj: *mut (),
+}
+
+impl Slab {
+    const fn new(kind: u64) -> Slab {
+        Slab {
+            kind,
+            chunks: [const { AtomicPtr::new(ptr::null_mut()) }; CHUNKS],
+            used: AtomicU32::new(0),
+            free: AtomicU64::new(0),
+            grow: Mutex::new(()),
         }
     }
 
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    /// The slot of `index`, if its chunk exists.
+    #[inline]
+    fn slot(&self, index: u32) -> Option<&Slot> {
+        let chunk = self.chunks[(index >> CHUNK_BITS) as usize].load(Ordering::Acquire);
+        if chunk.is_null() {
+            return None;
+        }
+        // SAFETY: a chunk is an array of `CHUNK` slots, allocated once and
+        // never freed; the offset is below `CHUNK`.
+        Some(unsafe { &*chunk.add(index as usize & (CHUNK - 1)) })
     }
 
-    fn finish(&self) -> u64 {
-        self.0
+    /// Slot index and generation of handle `h`, if it is of this kind.
+    #[inline]
+    fn decode(&self, h: usize) -> Option<(u32, u64)> {
+        let h = h as u64;
+        if h & ((1 << KIND_BITS) - 1) != self.kind {
+            return None;
+        }
+        let index = ((h >> KIND_BITS) & ((1 << INDEX_BITS) - 1)) as u32;
+        Some((index, h >> GEN_SHIFT))
+    }
+
+    /// The object of live handle `h`, or `None`.
+    #[inline]
+    pub(crate) fn get(&self, h: usize) -> Option<*mut ()> {
+        let (index, gen) = self.decode(h)?;
+        let slot = self.slot(index)?;
+        let g = slot.gen.load(Ordering::Acquire);
+        if g & 1 == 0 || g & GEN_MASK != gen {
+            return None;
+        }
+        Some(slot.obj.load(Ordering::Acquire))
+    }
+
+    /// A free slot, and the object it kept (NULL if none). Publish an
+    /// object in it with [`Slab::publish`]. `ENOMEM` when every slot of
+    /// this kind is live.
+    pub(crate) fn alloc(&self) -> Result<(u32, *mut ()), c_int> {
+        let mut head = self.free.load(Ordering::Acquire);
+        loop {
+            let top = head as u32;
+            if top == 0 {
+                break;
+            }
+            let slot = self.slot(top - 1).ok_or(libc::ENOMEM)?;
+            let next = slot.next.load(Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(next);
+            match self
+                .free
+                .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Ok((top - 1, slot.obj.load(Ordering::Acquire))),
+                Err(h) => head = h,
+            }
+        }
+        let index = self.used.fetch_add(1, Ordering::AcqRel);
+        if index >= 1 << INDEX_BITS {
+            self.used.fetch_sub(1, Ordering::AcqRel);
+            return Err(libc::ENOMEM);
+        }
+        if self.slot(index).is_none() {
+            self.add_chunk(index);
+        }
+        Ok((index, ptr::null_mut()))
+    }
+
+    /// Allocates the chunk of `index` unless another thread did.
+    #[cold]
+    fn add_chunk(&self, index: u32) {
+        let _g = self.grow.lock().unwrap_or_else(|e| e.into_inner());
+        let cell = &self.chunks[(index >> CHUNK_BITS) as usize];
+        if cell.load(Ordering::Acquire).is_null() {
+            let chunk: Box<[Slot]> = (0..CHUNK)
+                .map(|_| Slot {
+                    gen: AtomicU64::new(0),
+                    next: AtomicU32::new(0),
+                    obj: AtomicPtr::new(ptr::null_mut()),
+                })
+                .collect();
+            // Never freed: lookups may read any slot at any time.
+            cell.store(Box::leak(chunk).as_mut_ptr(), Ordering::Release);
+        }
+    }
+
+    /// Makes slot `index` (from [`Slab::alloc`]) live with object `obj`;
+    /// the handle.
+    pub(crate) fn publish(&self, index: u32, obj: *mut ()) -> usize {
+        let slot = self.slot(index).expect("allocated slot");
+        slot.obj.store(obj, Ordering::Release);
+        let g = slot.gen.load(Ordering::Relaxed) + 1;
+        debug_assert!(g & 1 == 1);
+        slot.gen.store(g, Ordering::Release);
+        (((g & GEN_MASK) << GEN_SHIFT) | (u64::from(index) << KIND_BITS) | self.kind) as usize
+    }
+
+    /// Gives back slot `index` from [`Slab::alloc`], never published,
+    /// keeping object `obj` (NULL for none) for the next [`Slab::alloc`].
+    pub(crate) fn unalloc(&self, index: u32, obj: *mut ()) {
+        let slot = self.slot(index).expect("allocated slot");
+        slot.obj.store(obj, Ordering::Release);
+        self.push_free(index);
+    }
+
+    /// Ends live handle `h`: from now on it is refused. Its slot is not
+    /// free until [`Slab::recycle`]. `None` if `h` is not live (or another
+    /// thread ended it first).
+    pub(crate) fn retire(&self, h: usize) -> Option<Retired> {
+        let (index, gen) = self.decode(h)?;
+        let slot = self.slot(index)?;
+        let g = slot.gen.load(Ordering::Acquire);
+        if g & 1 == 0 || g & GEN_MASK != gen {
+            return None;
+        }
+        slot.gen
+            .compare_exchange(g, g + 1, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        Some(Retired {
+            index,
+            obj: slot.obj.load(Ordering::Acquire),
+        })
+    }
+
+    /// Frees the slot of a retired handle, which keeps its object for the
+    /// next [`Slab::alloc`] if `keep` (else forgets it: the caller frees
+    /// it). Call once the object is no longer used.
+    pub(crate) fn recycle(&self, r: Retired, keep: bool) {
+        let slot = self.slot(r.index).expect("retired slot");
+        if !keep {
+            slot.obj.store(ptr::null_mut(), Ordering::Relaxed);
+        }
+        self.push_free(r.index);
+    }
+
+    /// Puts slot `index` on the free list.
+    fn push_free(&self, index: u32) {
+        let slot = self.slot(index).expect("allocated slot");
+        let mut head = self.free.load(Ordering::Acquire);
+        loop {
+            slot.next.store(head as u32, Ordering::Relaxed);
+            let new = ((head >> 32).wrapping_add(1) << 32) | u64::from(index + 1);
+            match self
+                .free
+                .compare_exchange_weak(head, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
     }
 }
 
-/// Live handles by address.
-type Table = HashMap<usize, Kind, BuildHasherDefault<AddrHasher>>;
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-static LIVE: Mutex<Option<Table>> = Mutex::new(None);
-
-/// Bumped by every [`unregister`]: a thread's cache of live handles is
-/// valid while it holds the value the cache was filled under.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
-
-/// Handles a thread's cache holds.
-const CACHED: usize = 4;
-
-thread_local! {
-    /// This thread's recently confirmed handles (address | kind, 0 for
-    /// none) and the epoch they were confirmed in.
-    static SEEN: Cell<(u64, [usize; CACHED])> = const { Cell::new((0, [0; CACHED])) };
-}
-
-/// `p` and `k` in one word: handles are boxes of 8-byte-aligned structs,
-/// so the low bits of the address are free.
-fn tag(p: usize, k: Kind) -> usize {
-    p | (k as usize + 1)
-}
-
-/// Runs `f` on the table, under its lock.
-fn with_table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
-    let mut g = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    f(g.get_or_insert_with(Table::default))
-}
-
-/// Records `p` as a live handle of kind `k`.
-pub(crate) fn register<T>(p: *mut T, k: Kind) {
-    with_table(|t| t.insert(p as usize, k));
-}
-
-/// Forgets `p`; whether it was a live handle of kind `k`.
-pub(crate) fn unregister<T>(p: *mut T, k: Kind) -> bool {
-    with_table(|t| unregister_in(t, p as usize, k))
-}
-
-fn unregister_in(t: &mut Table, p: usize, k: Kind) -> bool {
-    if t.get(&p) == Some(&k) {
-        t.remove(&p);
-        // Under the lock: a thread that fills its cache after this sees
-        // the new epoch, or filled it from a table without `p`.
-        EPOCH.fetch_add(1, Ordering::AcqRel);
-        true
-    } else {
-        false
+    #[test]
+    fn stale_forged_and_foreign_handles_are_refused() {
+        let s = Slab::new(2);
+        let mut x = 5u64;
+        let (i, spare) = s.alloc().unwrap();
+        assert!(spare.is_null());
+        let h = s.publish(i, &mut x as *mut u64 as *mut ());
+        assert_eq!(s.get(h), Some(&mut x as *mut u64 as *mut ()));
+        // Another kind's slab, an address, NULL, a forged generation.
+        assert_eq!(ENVS.get(h), None);
+        assert_eq!(s.get(&x as *const u64 as usize), None);
+        assert_eq!(s.get(0), None);
+        assert_eq!(s.get(h + (1 << GEN_SHIFT)), None);
+        assert_eq!(s.get(h - (1 << GEN_SHIFT)), None);
+        let r = s.retire(h).unwrap();
+        assert!(s.retire(h).is_none());
+        assert_eq!(s.get(h), None);
+        s.recycle(r, true);
+        // The slot comes back with its object, under a new generation.
+        let (j, spare) = s.alloc().unwrap();
+        assert_eq!((j, spare), (i, &mut x as *mut u64 as *mut ()));
+        let h2 = s.publish(j, spare);
+        assert_ne!(h, h2);
+        assert_eq!(s.get(h), None);
+        assert!(s.get(h2).is_some());
+        // A free slot's generation is even: a handle claiming it is refused.
+        let r = s.retire(h2).unwrap();
+        s.recycle(r, false);
+        assert_eq!(s.get(h2 + (1 << GEN_SHIFT)), None);
+        let (_, spare) = s.alloc().unwrap();
+        assert!(spare.is_null());
     }
-}
 
-/// Whether `p` is a live handle of kind `k`.
-#[inline]
-pub(crate) fn is_live<T>(p: *const T, k: Kind) -> bool {
-    let p = p as usize;
-    if p == 0 || !p.is_multiple_of(8) {
-        return false;
-    }
-    let want = tag(p, k);
-    let epoch = EPOCH.load(Ordering::Acquire);
-    let (seen_epoch, seen) = SEEN.get();
-    if seen_epoch == epoch && seen.contains(&want) {
-        return true;
-    }
-    look_up(p, k, epoch)
-}
-
-/// [`is_live`] past this thread's cache: the table, under its lock; a live
-/// handle is then cached. `epoch` was read before the lookup: if `p` is
-/// unregistered meanwhile, the epoch moves on and the entry is not used.
-#[cold]
-#[inline(never)]
-fn look_up(p: usize, k: Kind, epoch: u64) -> bool {
-    if with_table(|t| t.get(&p) != Some(&k)) {
-        return false;
-    }
-    let (seen_epoch, mut seen) = SEEN.get();
-    if seen_epoch != epoch {
-        seen = [0; CACHED];
-    }
-    seen.rotate_right(1);
-    seen[0] = tag(p, k);
-    SEEN.set((epoch, seen));
-    true
-}
-
-/// `Ok(p)` if `p` is a live handle of kind `k`, else `EINVAL`.
-pub(crate) fn check<T>(p: *const T, k: Kind) -> Result<*const T, c_int> {
-    if is_live(p, k) {
-        Ok(p)
-    } else {
-        Err(libc::EINVAL)
+    #[test]
+    fn threads_never_share_a_slot() {
+        let s: &'static Slab = Box::leak(Box::new(Slab::new(3)));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    let mut mine = Vec::new();
+                    for n in 0..20_000usize {
+                        let (i, _) = s.alloc().unwrap();
+                        let h = s.publish(i, (t * 1_000_000 + n + 1) as *mut ());
+                        mine.push((h, t * 1_000_000 + n + 1));
+                        if n % 3 != 0 {
+                            let (h, v) = mine.swap_remove(n % mine.len());
+                            assert_eq!(s.get(h), Some(v as *mut ()));
+                            let r = s.retire(h).unwrap();
+                            s.recycle(r, n % 2 == 0);
+                        }
+                    }
+                    for (h, v) in mine {
+                        assert_eq!(s.get(h), Some(v as *mut ()));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 }

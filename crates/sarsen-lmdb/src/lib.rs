@@ -12,8 +12,8 @@
 //! and is never dereferenced; no Rust panic crosses the boundary (it
 //! becomes `MDB_PANIC`).
 //!
-//! Handles are heap objects registered in a table of live handles
-//! ([`handles`]). A transaction handle owns a Sarsen transaction whose
+//! Handles are numbers naming a slot and its generation in a slab of
+//! their kind ([`handles`]), whose slot holds a heap object. A transaction handle owns a Sarsen transaction whose
 //! borrow of the [`sarsen::Env`] is erased to `'static`; the `Env` is owned
 //! by its environment handle and freed only when no transaction of it is
 //! live (see [`env::mdb_env_close`]).

@@ -66,10 +66,19 @@ pub(crate) fn names(t: &mut MDB_txn) -> CResult<Vec<Vec<u8>>> {
 
 /// Whether `t` shows no named database in its main database (the common
 /// case, checked without copying the names).
+#[inline]
 pub(crate) fn none_shown(t: &mut MDB_txn) -> CResult<bool> {
-    if t.names.is_none() {
-        names(t)?;
+    match &t.names {
+        Some(n) => Ok(n.is_empty()),
+        None => fill_names(t),
     }
+}
+
+/// [`none_shown`] when `t` has not looked the names up yet.
+#[cold]
+#[inline(never)]
+fn fill_names(t: &mut MDB_txn) -> CResult<bool> {
+    names(t)?;
     Ok(!matches!(&t.names, Some(n) if !n.is_empty()))
 }
 
@@ -86,11 +95,22 @@ pub(crate) fn record_count(v: &View<'_>, main: Database, names: &[Vec<u8>]) -> C
 /// Whether `key` is the name of a named database the main database shows
 /// and not also a plain key of it: a write of it through the main database
 /// is `MDB_INCOMPATIBLE`.
+#[inline]
 pub(crate) fn is_record(t: &mut MDB_txn, dbi: crate::MDB_dbi, key: &[u8]) -> CResult<bool> {
     if dbi != MAIN_DBI || none_shown(t)? {
         return Ok(false);
     }
-    if names(t)?.binary_search_by(|n| n[..].cmp(key)).is_err() {
+    is_shown_record(t, key)
+}
+
+/// [`is_record`] when the main database shows names.
+#[inline(never)]
+fn is_shown_record(t: &mut MDB_txn, key: &[u8]) -> CResult<bool> {
+    let shown = t
+        .names
+        .as_ref()
+        .is_some_and(|n| n.binary_search_by(|n| n[..].cmp(key)).is_ok());
+    if !shown {
         return Ok(false);
     }
     Ok(t.view()?.get(main(t)?, key).map_err(err)?.is_none())

@@ -18,9 +18,9 @@ use sarsen::{Cursor, Database, DupMode, InactiveRoTxn, KeyOrder, NestedTxn, RoTx
 
 use crate::consts::*;
 use crate::cursor::{clear_live, free_cursor, MDB_cursor};
-use crate::env::{env_ref, MDB_env};
+use crate::env::{env_ref, DbiInfo, MDB_env};
 use crate::error::to_code;
-use crate::handles::{self, Kind};
+use crate::handles::TXNS;
 use crate::{guard, guard_or, CResult};
 
 /// What a transaction handle holds.
@@ -41,9 +41,20 @@ pub(crate) enum State {
 
 /// A transaction handle (LMDB's `MDB_txn`), from [`mdb_txn_begin`], freed
 /// by [`mdb_txn_commit`] or [`mdb_txn_abort`].
+///
+/// The handle C holds is a slab handle ([`crate::handles`]); the object
+/// stays with its slot when the transaction ends and is reused by the next
+/// transaction begun in that slot, so a transaction costs no allocation
+/// (its vectors keep their capacity, and its copy of the environment's
+/// database handles stays valid while they do not change).
 pub struct MDB_txn {
+    /// This transaction's handle (what C holds).
+    pub(crate) handle: usize,
+    /// The environment handle's object.
     pub(crate) env: *const MDB_env,
+    /// The parent's object (NULL for a top-level transaction).
     parent: *mut MDB_txn,
+    /// The live child's object, or NULL.
     child: *mut MDB_txn,
     pub(crate) state: Option<State>,
     /// Cursors opened in this transaction and not closed.
@@ -63,6 +74,10 @@ pub struct MDB_txn {
     /// A write failed in a way after which LMDB allows only an abort: every
     /// call but `mdb_txn_abort` is then `MDB_BAD_TXN` (a commit aborts).
     pub(crate) failed: bool,
+    /// A copy of the environment's database handles, current while
+    /// `dbi_version` equals the environment's (0: no copy).
+    dbis: Vec<Option<DbiInfo>>,
+    dbi_version: u64,
 }
 
 /// Read access to a transaction of either kind.
@@ -172,10 +187,35 @@ impl MDB_txn {
         Ok(())
     }
 
-    /// What `dbi` stands for.
-    pub(crate) fn db(&self, dbi: crate::MDB_dbi) -> CResult<crate::env::DbiInfo> {
-        self.envh().db(dbi)
+    /// What `dbi` stands for, or `EINVAL` for a number never given out:
+    /// from this transaction's copy of the environment's table, taken
+    /// again when the table has changed (no lock while it has not).
+    #[inline]
+    pub(crate) fn db(&mut self, dbi: crate::MDB_dbi) -> CResult<DbiInfo> {
+        let v = self.envh().dbi_version.load(Ordering::Acquire);
+        if v != self.dbi_version {
+            self.copy_dbis();
+        }
+        self.dbis
+            .get(dbi as usize)
+            .copied()
+            .flatten()
+            .ok_or(libc::EINVAL)
     }
+
+    #[cold]
+    #[inline(never)]
+    fn copy_dbis(&mut self) {
+        // SAFETY: as `envh`; not through it, to borrow `dbis` mutably.
+        let env = unsafe { &*self.env };
+        self.dbi_version = env.copy_dbis(&mut self.dbis);
+    }
+}
+
+/// The object of transaction handle `p`, or `EINVAL`.
+#[inline]
+pub(crate) fn txn_ptr(p: *mut MDB_txn) -> CResult<*mut MDB_txn> {
+    Ok(TXNS.get(p.addr()).ok_or(libc::EINVAL)? as *mut MDB_txn)
 }
 
 /// The transaction handle behind `p`, or `EINVAL`.
@@ -183,11 +223,12 @@ impl MDB_txn {
 /// # Safety
 ///
 /// As every C entry point: a transaction is used by one thread at a time.
+#[inline]
 pub(crate) unsafe fn txn_mut<'a>(p: *mut MDB_txn) -> CResult<&'a mut MDB_txn> {
-    handles::check(p, Kind::Txn)?;
-    // SAFETY: registered: a live `Box<MDB_txn>` we gave out, used by one
-    // thread at a time (LMDB's rule).
-    let t = unsafe { &mut *p };
+    let o = txn_ptr(p)?;
+    // SAFETY: the object of a live handle, a `Box<MDB_txn>` we published,
+    // used by one thread at a time (LMDB's rule).
+    let t = unsafe { &mut *o };
     t.flush()?;
     Ok(t)
 }
@@ -230,44 +271,81 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
     // SAFETY: checked.
     let h = unsafe { env_ref(env) }?;
     let e = h.env()?;
-    let rdonly = flags & MDB_RDONLY != 0 || h.flags() & MDB_RDONLY != 0;
-    let state = if !parent.is_null() {
-        // SAFETY: checked.
-        let p = unsafe { txn_mut(parent) }?;
-        if !ptr::eq(p.env, env) || rdonly || p.rdonly {
-            return Err(libc::EINVAL);
-        }
-        let w = p.rw()?;
-        let child = w.nested().map_err(|e| to_code(&e))?;
-        // SAFETY: lifetime erasure. The child borrows the parent's boxed
-        // `RwTxn`, which stays put and unused until the child ends (module
-        // docs): `usable` refuses the parent while `child` is set.
-        let child: NestedTxn<'static, 'static> = unsafe { std::mem::transmute(child) };
-        State::Nested(Box::new(child))
-    } else if rdonly {
-        State::Ro(e.read_txn().map_err(|e| to_code(&e))?)
+    let rdonly = flags & MDB_RDONLY != 0 || h.rdonly();
+    let parent_obj = if parent.is_null() {
+        ptr::null_mut()
     } else {
-        State::Rw(Box::new(e.write_txn().map_err(|e| to_code(&e))?))
+        txn_ptr(parent)?
     };
-    let t = Box::into_raw(Box::new(MDB_txn {
-        env,
-        parent,
-        child: ptr::null_mut(),
-        state: Some(state),
-        cursors: Vec::new(),
-        reserved: None,
-        names: None,
-        records: Vec::new(),
-        failed: false,
-        rdonly,
-    }));
-    if !parent.is_null() {
-        // SAFETY: checked live above; single-threaded use per LMDB's rule.
-        unsafe { (*parent).child = t };
+    let (slot, spare) = TXNS.alloc()?;
+    let spare = spare as *mut MDB_txn;
+    let t = if spare.is_null() {
+        Box::into_raw(Box::new(MDB_txn {
+            handle: 0,
+            env: h,
+            parent: parent_obj,
+            child: ptr::null_mut(),
+            state: None,
+            cursors: Vec::new(),
+            reserved: None,
+            names: None,
+            records: Vec::new(),
+            failed: false,
+            rdonly,
+            dbis: Vec::new(),
+            dbi_version: 0,
+        }))
+    } else {
+        // SAFETY: the object a free slot kept: an ended transaction's
+        // `Box<MDB_txn>`, cleaned up by `end` (no state, cursors, records)
+        // and used by nobody until we publish it.
+        let o = unsafe { &mut *spare };
+        o.env = h;
+        o.parent = parent_obj;
+        o.rdonly = rdonly;
+        spare
+    };
+    // SAFETY: `t` is ours alone until published; the Sarsen transaction
+    // is made in place (a read transaction is not moved twice).
+    let o = unsafe { &mut *t };
+    let made = if !parent.is_null() {
+        // SAFETY: checked.
+        unsafe { txn_mut(parent) }.and_then(|p| {
+            if !ptr::eq(p.env, h) || rdonly || p.rdonly {
+                return Err(libc::EINVAL);
+            }
+            let child = p.rw()?.nested().map_err(|e| to_code(&e))?;
+            // SAFETY: lifetime erasure. The child borrows the parent's
+            // boxed `RwTxn`, which stays put and unused until the child
+            // ends (module docs): `usable` refuses the parent while
+            // `child` is set.
+            let child: NestedTxn<'static, 'static> = unsafe { std::mem::transmute(child) };
+            o.state = Some(State::Nested(Box::new(child)));
+            Ok(())
+        })
+    } else if rdonly {
+        e.read_txn()
+            .map(|r| o.state = Some(State::Ro(r)))
+            .map_err(|e| to_code(&e))
+    } else {
+        e.write_txn()
+            .map(|w| o.state = Some(State::Rw(Box::new(w))))
+            .map_err(|e| to_code(&e))
+    };
+    if let Err(e) = made {
+        // The slot goes back, keeping its object.
+        TXNS.unalloc(slot, t as *mut ());
+        return Err(e);
     }
     h.live_txns.fetch_add(1, Ordering::AcqRel);
-    handles::register(t, Kind::Txn);
-    Ok(t)
+    let handle = TXNS.publish(slot, t as *mut ());
+    // SAFETY: `t` is ours alone until the handle is given out.
+    unsafe { (*t).handle = handle };
+    if !parent_obj.is_null() {
+        // SAFETY: checked live above; single-threaded use per LMDB's rule.
+        unsafe { (*parent_obj).child = t };
+    }
+    Ok(ptr::without_provenance_mut(handle))
 }
 
 /// Ends transaction `t` (committing if `commit`) and frees its handle,
@@ -277,17 +355,22 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
 ///
 /// # Safety
 ///
-/// `t` is a live, registered transaction handle.
-unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
-    handles::unregister(t, Kind::Txn);
-    // SAFETY: live until we free it below; the caller checked it.
-    let mut b = unsafe { Box::from_raw(t) };
+/// `t` is a transaction handle, used by no other thread; `from_parent`:
+/// its parent is being ended (and ends it).
+unsafe fn end(t: usize, commit: bool, from_parent: bool) -> c_int {
+    // From here on the handle is refused; the slot is freed at the end.
+    let Some(r) = TXNS.retire(t) else {
+        return libc::EINVAL;
+    };
+    // SAFETY: the object of the handle that was live until just now; its
+    // slot is not free before `recycle` below, so it is ours.
+    let b = unsafe { &mut *(r.obj as *mut MDB_txn) };
     let mut rc = MDB_SUCCESS;
     if !b.child.is_null() {
         // As LMDB: committing a parent commits its child first (and fails
         // if that fails); aborting it aborts the child.
         // SAFETY: a child is live while its parent's `child` points to it.
-        rc = unsafe { end(b.child, commit) };
+        rc = unsafe { end((*b.child).handle, commit, true) };
         b.child = ptr::null_mut();
     }
     if commit && rc == MDB_SUCCESS && b.failed {
@@ -298,33 +381,49 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
             rc = e;
         }
     }
-    for c in std::mem::take(&mut b.cursors) {
+    let mut cursors = std::mem::take(&mut b.cursors);
+    for &c in &cursors {
         // SAFETY: cursors in the list are live and belong to this txn.
         unsafe { free_cursor(c, b.rdonly) };
     }
-    match b.state.take() {
-        Some(State::Rw(w)) if commit && rc == MDB_SUCCESS => {
-            if let Err(e) = w.commit() {
-                rc = to_code(&e);
+    cursors.clear();
+    b.cursors = cursors;
+    if commit && rc == MDB_SUCCESS && matches!(b.state, Some(State::Rw(_) | State::Nested(_))) {
+        match b.state.take() {
+            Some(State::Rw(w)) => {
+                if let Err(e) = w.commit() {
+                    rc = to_code(&e);
+                }
             }
-        }
-        Some(State::Nested(n)) if commit && rc == MDB_SUCCESS => {
-            if let Err(e) = n.commit() {
-                rc = to_code(&e);
+            Some(State::Nested(n)) => {
+                if let Err(e) = n.commit() {
+                    rc = to_code(&e);
+                }
             }
+            _ => {}
         }
-        s => drop(s),
+    } else {
+        // Dropped in place (a read transaction is not moved out first).
+        b.state = None;
     }
-    // A parent being ended is unregistered already and drops its pointer itself.
-    if handles::is_live(b.parent, Kind::Txn) {
-        // SAFETY: a live parent outlives its child.
+    // A parent being ended drops its pointer itself.
+    if !b.parent.is_null() && !from_parent {
+        // SAFETY: a live parent outlives its child, and is not in use
+        // while the child lives.
         unsafe {
             (*b.parent).child = ptr::null_mut();
             // The child may have created or dropped databases.
             (*b.parent).names = None;
         }
     }
+    // Clean for the next transaction of this slot (see `begin`).
+    b.parent = ptr::null_mut();
+    b.reserved = None;
+    b.names = None;
+    b.records.clear();
+    b.failed = false;
     b.envh().live_txns.fetch_sub(1, Ordering::AcqRel);
+    TXNS.recycle(r, true);
     rc
 }
 
@@ -337,11 +436,8 @@ unsafe fn end(t: *mut MDB_txn, commit: bool) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_commit(txn: *mut MDB_txn) -> c_int {
     guard(|| {
-        if !handles::is_live(txn, Kind::Txn) {
-            return libc::EINVAL;
-        }
-        // SAFETY: checked live.
-        unsafe { end(txn, true) }
+        // SAFETY: checked by `end`; used by one thread (LMDB's rule).
+        unsafe { end(txn.addr(), true, false) }
     })
 }
 
@@ -353,10 +449,8 @@ pub unsafe extern "C" fn mdb_txn_commit(txn: *mut MDB_txn) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
     guard_or((), || {
-        if handles::is_live(txn, Kind::Txn) {
-            // SAFETY: checked live.
-            unsafe { end(txn, false) };
-        }
+        // SAFETY: checked by `end`; used by one thread (LMDB's rule).
+        unsafe { end(txn.addr(), false, false) };
     })
 }
 
@@ -425,7 +519,7 @@ pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
     guard_or(ptr::null_mut(), || {
         // SAFETY: checked.
         match unsafe { txn_mut(txn) } {
-            Ok(t) => t.env as *mut MDB_env,
+            Ok(t) => ptr::without_provenance_mut(t.envh().handle),
             Err(_) => ptr::null_mut(),
         }
     })

@@ -342,6 +342,22 @@ fn comparison_functions_as_lmdb() {
     }
 }
 
+/// `tests/c/prevmulti.c`: `MDB_PREV_MULTIPLE` on a DUPFIXED database (its
+/// checks, an unset cursor, keys with one value, a page of values and many
+/// pages, backward sweeps, where the cursor stands after), in a write and
+/// a read transaction, built against real LMDB and against our library:
+/// the outputs (what does not depend on which values share a page) must
+/// be equal.
+#[test]
+fn prev_multiple_as_lmdb() {
+    if let Some(l) = same_as_lmdb("prevmulti.c") {
+        assert!(
+            l.contains("end rc=-30798 some=1 contiguous=1 down to first=1"),
+            "{l}"
+        );
+    }
+}
+
 /// `tests/c/diff.c`, a seeded random program over the API that prints
 /// every call's outcome (puts with `NOOVERWRITE`/`NODUPDATA`, gets,
 /// deletes with and without a value, cursor moves of every kind in read

@@ -447,7 +447,7 @@ fn env_info_flags_and_close_with_live_txn() {
 }
 
 /// Read transactions and cursors on four threads while a fifth commits:
-/// handles are checked under a shared table, nothing deadlocks, every
+/// handles come from shared slabs, nothing deadlocks, every
 /// reader sees a consistent snapshot (both keys equal).
 #[test]
 fn threads() {
@@ -554,5 +554,119 @@ fn lmdb_edge_codes() {
         mdb_txn_abort(r);
         assert_eq!(info.me_last_txnid, 1);
         mdb_env_close(env);
+    }
+}
+
+/// A handle stays refused once ended, also after its slot (and its
+/// transaction object) is reused by new handles, on this thread or
+/// another; the new handles work.
+#[test]
+fn stale_handles_are_refused_after_reuse() {
+    let f = Fixture::new(MDB_NOSYNC);
+    let mut dbi = 0;
+    let w = f.txn(0);
+    // SAFETY: live handles, and ended ones only passed back to be refused.
+    unsafe {
+        ok(mdb_dbi_open(w, ptr::null(), 0, &mut dbi));
+        ok(put(w, dbi, b"k", b"v", 0));
+        ok(mdb_txn_commit(w));
+        let old = f.txn(MDB_RDONLY);
+        let mut oldc = ptr::null_mut();
+        ok(mdb_cursor_open(old, dbi, &mut oldc));
+        mdb_cursor_close(oldc);
+        mdb_txn_abort(old);
+        let mut oldenv = ptr::null_mut();
+        ok(mdb_env_create(&mut oldenv));
+        mdb_env_close(oldenv);
+        let check = |txn: *mut MDB_txn, c: *mut MDB_cursor, e: *mut MDB_env| {
+            let mut v = empty();
+            assert_eq!(mdb_get(txn, dbi, &mut val(b"k"), &mut v), libc::EINVAL);
+            assert_eq!(mdb_txn_renew(txn), libc::EINVAL);
+            assert_eq!(mdb_txn_id(txn), 0);
+            assert_eq!(mdb_txn_commit(txn), libc::EINVAL);
+            mdb_txn_abort(txn);
+            let (mut k, mut v) = (empty(), empty());
+            assert_eq!(mdb_cursor_get(c, &mut k, &mut v, MDB_FIRST), libc::EINVAL);
+            assert!(mdb_cursor_txn(c).is_null());
+            mdb_cursor_close(c);
+            let mut fl = 0;
+            assert_eq!(mdb_env_get_flags(e, &mut fl), libc::EINVAL);
+        };
+        // The next handles (the slot just freed, on this thread).
+        let r = f.txn(MDB_RDONLY);
+        let mut c = ptr::null_mut();
+        ok(mdb_cursor_open(r, dbi, &mut c));
+        let mut e = ptr::null_mut();
+        ok(mdb_env_create(&mut e));
+        check(old, oldc, oldenv);
+        assert_eq!(mdb_cursor_txn(c), r);
+        mdb_env_close(e);
+        mdb_cursor_close(c);
+        mdb_txn_abort(r);
+        let (old, oldc, oldenv) = (old as usize, oldc as usize, oldenv as usize);
+        let env = f.env as usize;
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        let mut envs = Vec::new();
+                        let mut e = ptr::null_mut();
+                        ok(mdb_env_create(&mut e));
+                        envs.push(e);
+                        let mut r = ptr::null_mut();
+                        let flags = MDB_RDONLY;
+                        ok(mdb_txn_begin(env as *mut _, ptr::null_mut(), flags, &mut r));
+                        assert_ne!(r as usize, old);
+                        let mut c = ptr::null_mut();
+                        ok(mdb_cursor_open(r, dbi, &mut c));
+                        assert_ne!(c as usize, oldc);
+                        let (mut k, mut v) = (empty(), empty());
+                        ok(mdb_cursor_get(c, &mut k, &mut v, MDB_FIRST));
+                        assert_eq!(bytes(&v), b"v");
+                        assert_eq!(mdb_cursor_txn(c), r);
+                        check(old as *mut _, oldc as *mut _, oldenv as *mut _);
+                        mdb_cursor_close(c);
+                        mdb_txn_abort(r);
+                        for e in envs {
+                            mdb_env_close(e);
+                        }
+                    }
+                });
+            }
+        });
+        check(old as *mut _, oldc as *mut _, oldenv as *mut _);
+    }
+}
+
+/// Database handles opened or closed after a transaction object last
+/// looked at the table (its copy is refreshed): a new one works in a
+/// transaction that reuses an older object, a closed one is refused in a
+/// transaction that used it.
+#[test]
+fn database_handles_seen_after_changes() {
+    let f = Fixture::new(MDB_NOSYNC);
+    // SAFETY: live handles.
+    unsafe {
+        let w = f.txn(0);
+        let mut main = 0;
+        ok(mdb_dbi_open(w, ptr::null(), 0, &mut main));
+        ok(mdb_txn_commit(w));
+        for _ in 0..4 {
+            let r = f.txn(MDB_RDONLY);
+            let mut v = empty();
+            assert_eq!(mdb_get(r, main, &mut val(b"none"), &mut v), MDB_NOTFOUND);
+            mdb_txn_abort(r);
+        }
+        let w = f.txn(0);
+        let d = open_db(w, "x", 0);
+        ok(put(w, d, b"k", b"v", 0));
+        ok(mdb_txn_commit(w));
+        let r = f.txn(MDB_RDONLY);
+        let mut v = empty();
+        ok(mdb_get(r, d, &mut val(b"k"), &mut v));
+        assert_eq!(bytes(&v), b"v");
+        mdb_dbi_close(f.env, d);
+        assert_eq!(mdb_get(r, d, &mut val(b"k"), &mut v), libc::EINVAL);
+        mdb_txn_abort(r);
     }
 }

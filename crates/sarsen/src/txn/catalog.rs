@@ -118,10 +118,18 @@ pub(super) fn resolve_order<'e, 'r>(
     }
 }
 
-/// Whether the main database `db` (empty, bytewise, no comparator) takes
-/// the order the first writer gives it.
+/// Whether the main database `db` (empty, no comparator, bytewise or in
+/// an integer order) takes the order the first writer gives it. An empty
+/// main database recorded with integers of one width takes the other
+/// width: LMDB's `MDB_INTEGERKEY` compares integers of the size it is
+/// given, and an empty tree reads alike in any order.
 pub(super) fn adoptable(db: Database, rec: &DbRecord, comparator: Option<&str>) -> bool {
-    db.dbi == 0 && rec.root == 0 && rec.flags & ORDER_MASK == 0 && comparator.is_none()
+    let code = rec.flags & ORDER_MASK;
+    let open = matches!(
+        code,
+        order::CODE_BYTEWISE | order::CODE_U32 | order::CODE_U64
+    );
+    db.dbi == 0 && rec.root == 0 && open && comparator.is_none()
 }
 
 /// `KeyOrderMismatch` unless `given` is the order recorded in `rec` (and

@@ -1,0 +1,106 @@
+//! An empty main database recorded with integer keys of one width takes
+//! the other width when opened with it (LMDB's `MDB_INTEGERKEY` compares
+//! integers of the size it is given; `sarsen-lmdb` opens the main database
+//! with the width of its first put), also once emptied by deletes; one
+//! that holds keys, or records another order, keeps its order.
+
+use std::path::Path;
+
+use sarsen::{DbOptions, Env, EnvOptions, Error, KeyOrder};
+
+fn open(dir: &Path) -> Env {
+    // SAFETY: the test's own temporary directory; nothing else maps it.
+    unsafe { EnvOptions::new().page_size(512).open(dir) }.unwrap()
+}
+
+fn by(o: KeyOrder) -> DbOptions {
+    DbOptions::new().key_order(o)
+}
+
+fn is_mismatch<T: std::fmt::Debug>(r: sarsen::Result<T>) -> bool {
+    matches!(r, Err(Error::KeyOrderMismatch { .. }))
+}
+
+/// The main database's recorded order, read in a fresh read transaction.
+fn recorded(env: &Env) -> KeyOrder {
+    env.read_txn().unwrap().key_order(env.main_db()).unwrap()
+}
+
+#[test]
+fn empty_main_database_takes_the_other_integer_width() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let main = env.main_db();
+    let mut w = env.write_txn().unwrap();
+    w.open_db_with(None, &by(KeyOrder::U64)).unwrap();
+    w.commit().unwrap();
+    assert!(matches!(recorded(&env), KeyOrder::U64));
+
+    // A reader may open it with either width while it is empty.
+    let r = env.read_txn().unwrap();
+    assert_eq!(
+        r.open_db_with(None, &by(KeyOrder::U32)).unwrap(),
+        Some(main)
+    );
+    drop(r);
+
+    // A writer records the other width, and its puts take it.
+    let mut w = env.write_txn().unwrap();
+    assert_eq!(
+        w.open_db_with(None, &by(KeyOrder::U32)).unwrap(),
+        Some(main)
+    );
+    assert!(matches!(w.key_order(main).unwrap(), KeyOrder::U32));
+    for i in [7u32, 1 << 20, 2] {
+        w.put(main, &i.to_ne_bytes(), b"v").unwrap();
+    }
+    assert!(w.put(main, &9u64.to_ne_bytes(), b"v").is_err());
+    w.commit().unwrap();
+    drop(env);
+    let env = open(dir.path());
+    assert!(matches!(recorded(&env), KeyOrder::U32));
+    let r = env.read_txn().unwrap();
+    let keys: Vec<u32> = r
+        .iter(main)
+        .unwrap()
+        .map(|e| u32::from_ne_bytes(e.unwrap().0.try_into().unwrap()))
+        .collect();
+    assert_eq!(keys, [2, 7, 1 << 20]);
+    drop(r);
+
+    // Holding keys, it keeps its width.
+    let mut w = env.write_txn().unwrap();
+    assert!(is_mismatch(w.open_db_with(None, &by(KeyOrder::U64))));
+    // Emptied by deletes, it takes the other width again.
+    for i in [7u32, 1 << 20, 2] {
+        assert!(w.delete(main, &i.to_ne_bytes()).unwrap());
+    }
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    assert_eq!(
+        w.open_db_with(None, &by(KeyOrder::U64)).unwrap(),
+        Some(main)
+    );
+    w.put(main, &(1u64 << 40).to_ne_bytes(), b"v").unwrap();
+    w.put(main, &3u64.to_ne_bytes(), b"v").unwrap();
+    w.commit().unwrap();
+    assert!(matches!(recorded(&env), KeyOrder::U64));
+    let r = env.read_txn().unwrap();
+    let first = r.iter(main).unwrap().next().unwrap().unwrap().0.to_vec();
+    assert_eq!(first, 3u64.to_ne_bytes());
+}
+
+#[test]
+fn empty_main_database_in_another_order_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut w = env.write_txn().unwrap();
+    w.open_db_with(None, &by(KeyOrder::ReverseBytewise))
+        .unwrap();
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    assert!(is_mismatch(w.open_db_with(None, &by(KeyOrder::U32))));
+    assert!(is_mismatch(w.open_db_with(None, &by(KeyOrder::U64))));
+    drop(w);
+    assert!(matches!(recorded(&env), KeyOrder::ReverseBytewise));
+}
