@@ -77,10 +77,17 @@ impl WriteStore {
     /// GC (`committing`), whose tree is then half changed.
     #[inline]
     fn refill(&mut self) -> Result<()> {
-        if self.pager.reclaimed.len() <= self.pager.kept_run && !self.committing {
+        if self.short() {
             gc::load_record(self)?;
         }
         Ok(())
+    }
+
+    /// Whether a one-page allocation now would find no reclaimed page, and
+    /// a record may be loaded.
+    #[inline]
+    fn short(&self) -> bool {
+        self.pager.reclaimed.len() <= self.pager.kept_run && !self.committing
     }
 }
 
@@ -123,8 +130,10 @@ impl PageStore for WriteStore {
     }
     #[inline]
     fn touch(&mut self, pgno: Pgno) -> Result<Pgno> {
-        if !self.pager.is_dirty(pgno) {
-            self.refill()?;
+        // The cheap test first: most touches find reclaimed pages (or a
+        // dirty page, which needs none).
+        if self.short() && !self.pager.is_dirty(pgno) {
+            gc::load_record(self)?;
         }
         self.pager.touch(pgno)
     }
