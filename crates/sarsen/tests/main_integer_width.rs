@@ -104,3 +104,25 @@ fn empty_main_database_in_another_order_keeps_it() {
     drop(w);
     assert!(matches!(recorded(&env), KeyOrder::ReverseBytewise));
 }
+
+/// Only an integer order changes a recorded integer width: asking an
+/// empty integer-keyed main database for bytes, or for a reverse order,
+/// is a mismatch (in a read and in a write transaction), and the recorded
+/// width stays.
+#[test]
+fn empty_integer_main_database_refuses_other_kinds_of_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let mut w = env.write_txn().unwrap();
+    w.open_db_with(None, &by(KeyOrder::U32)).unwrap();
+    w.commit().unwrap();
+    for o in [KeyOrder::Bytewise, KeyOrder::ReverseBytewise] {
+        let r = env.read_txn().unwrap();
+        assert!(is_mismatch(r.open_db_with(None, &by(o.clone()))));
+        drop(r);
+        let mut w = env.write_txn().unwrap();
+        assert!(is_mismatch(w.open_db_with(None, &by(o))));
+        drop(w);
+        assert!(matches!(recorded(&env), KeyOrder::U32));
+    }
+}

@@ -118,18 +118,23 @@ pub(super) fn resolve_order<'e, 'r>(
     }
 }
 
-/// Whether the main database `db` (empty, no comparator, bytewise or in
-/// an integer order) takes the order the first writer gives it. An empty
-/// main database recorded with integers of one width takes the other
-/// width: LMDB's `MDB_INTEGERKEY` compares integers of the size it is
-/// given, and an empty tree reads alike in any order.
-pub(super) fn adoptable(db: Database, rec: &DbRecord, comparator: Option<&str>) -> bool {
+/// Whether the main database `db` takes the order `given` by the first
+/// writer that gives one: it is empty and has no comparator, and it is
+/// recorded bytewise (any order is taken) or with integer keys of one width
+/// and `given` is an integer order too (LMDB's `MDB_INTEGERKEY` compares
+/// integers of the size it is given, and an empty tree reads alike in any
+/// order). Asking for another kind of order than a recorded integer one is
+/// a `KeyOrderMismatch`, as for any database.
+pub(super) fn adoptable(
+    db: Database,
+    rec: &DbRecord,
+    comparator: Option<&str>,
+    given: &KeyOrder,
+) -> bool {
+    let ints = |c: u16| matches!(c, order::CODE_U32 | order::CODE_U64);
     let code = rec.flags & ORDER_MASK;
-    let open = matches!(
-        code,
-        order::CODE_BYTEWISE | order::CODE_U32 | order::CODE_U64
-    );
-    db.dbi == 0 && rec.root == 0 && open && comparator.is_none()
+    let takes = code == order::CODE_BYTEWISE || (ints(code) && ints(given.as_order().code()));
+    db.dbi == 0 && rec.root == 0 && takes && comparator.is_none()
 }
 
 /// `KeyOrderMismatch` unless `given` is the order recorded in `rec` (and
@@ -440,7 +445,7 @@ impl<'env> RwTxn<'env> {
         let name = env.registry.name(db)?;
         let rec = self.tree(db)?;
         let recorded = self.named(db)?.comparator.clone();
-        let adopt = adoptable(db, &rec, recorded.as_deref());
+        let adopt = adoptable(db, &rec, recorded.as_deref(), o);
         if !adopt {
             check_order(name, &rec, recorded.as_deref(), o)?;
         }
@@ -451,7 +456,7 @@ impl<'env> RwTxn<'env> {
         if let KeyOrder::Custom(c) = o {
             env.registry.attach_comparator(db, c)?;
         }
-        if adopt && ord.code() != order::CODE_BYTEWISE {
+        if adopt && ord.code() != rec.flags & ORDER_MASK {
             self.w.main.flags = (self.w.main.flags & !ORDER_MASK) | ord.code();
             self.w.main_changed = true;
             if let Some(c) = ord.comparator_name() {

@@ -462,7 +462,7 @@ impl<'env> RoTxn<'env> {
             let recorded = entry.and_then(|e| e.comparator);
             // An empty main database takes its order from the first writer
             // that gives one; until then any order reads it alike.
-            if !adoptable(db, &rec, recorded) {
+            if !adoptable(db, &rec, recorded, o) {
                 check_order(name, &rec, recorded, o)?;
             }
             if let KeyOrder::Custom(c) = o {
