@@ -228,3 +228,80 @@ fn torn_commit_in_duplicate_subtrees_falls_back() {
         assert!(env.check().unwrap().is_ok());
     }
 }
+
+/// Commits `pairs` into the main database with `asked` as the
+/// transaction's durability (`None`: the environment's); returns the txnid.
+fn commit_with(
+    env: &sarsen::Env,
+    m: &mut Model,
+    asked: Option<Durability>,
+    pairs: &[(&[u8], &[u8])],
+) -> u64 {
+    let mut w = env.write_txn().unwrap();
+    if let Some(d) = asked {
+        w.set_durability(d);
+    }
+    for (k, v) in pairs {
+        w.put(env.main_db(), k, v).unwrap();
+        m.insert(k.to_vec(), v.to_vec());
+    }
+    let t = w.txnid();
+    w.commit().unwrap();
+    t
+}
+
+/// `RwTxn::set_durability` in a `Durable` environment: commits asking for
+/// `SafeNoSync` or `NoSync` are not synced and roll back after a reboot
+/// (`NoSync` is made as `SafeNoSync`, so nothing is corrupt); the next
+/// default commit makes everything durable; dropping the `Env` syncs the
+/// unsynced ones.
+#[test]
+fn transactions_choose_their_durability() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), Durability::Durable, None);
+    let mut m = Model::new();
+    let a = commit_with(&env, &mut m, None, &[(b"a", b"1")]);
+    let at_a = m.clone();
+    assert_eq!(env.info().unwrap().durable_txnid, a);
+    for (i, d) in [Durability::SafeNoSync, Durability::NoSync]
+        .into_iter()
+        .enumerate()
+    {
+        let k = [b'b', i as u8];
+        commit_with(&env, &mut m, Some(d), &[(&k, b"2")]);
+        assert_eq!(env.info().unwrap().durable_txnid, a, "{d:?} commit synced");
+    }
+    // A crash now: the unsynced commits are kept after a process crash
+    // only, and are rolled back, not corrupt, after a reboot.
+    std::mem::forget(env);
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::Durable, Some(OTHER_BOOT));
+    assert_eq!(contents(&env), at_a);
+    assert!(env.check().unwrap().is_ok());
+    let mut m = at_a;
+    commit_with(&env, &mut m, Some(Durability::SafeNoSync), &[(b"c", b"3")]);
+    let d = commit_with(&env, &mut m, None, &[(b"d", b"4")]);
+    assert_eq!(env.info().unwrap().durable_txnid, d);
+    commit_with(&env, &mut m, Some(Durability::SafeNoSync), &[(b"e", b"5")]);
+    // Dropping the environment syncs the last, unsynced commit.
+    drop(env);
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::Durable, Some([0xCD; 16]));
+    assert_eq!(contents(&env), m);
+}
+
+/// In a `NoSync` environment a transaction may ask for a durable commit.
+#[test]
+fn a_no_sync_environment_can_make_one_commit_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path(), Durability::NoSync, None);
+    let mut m = Model::new();
+    let a = commit_with(&env, &mut m, None, &[(b"a", b"1")]);
+    assert!(env.info().unwrap().durable_txnid < a);
+    let b = commit_with(&env, &mut m, Some(Durability::Durable), &[(b"b", b"2")]);
+    assert_eq!(env.info().unwrap().durable_txnid, b);
+    std::mem::forget(env);
+    std::fs::remove_file(dir.path().join("lock.sdb")).unwrap();
+    let env = open(dir.path(), Durability::NoSync, Some(OTHER_BOOT));
+    assert_eq!(contents(&env), m);
+}

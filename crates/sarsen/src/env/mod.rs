@@ -344,14 +344,20 @@ impl Env {
 impl Drop for Env {
     /// In the modes whose commits are not all durable when they return
     /// (`SafeNoSync`, `NoMetaSync`), closing syncs them, as libmdbx's
-    /// `mdbx_env_close` does; `NoSync` leaves that to the caller.
+    /// `mdbx_env_close` does, and so does a `Durable` environment after
+    /// transactions that committed unsynced
+    /// ([`RwTxn::set_durability`](crate::RwTxn::set_durability)); `NoSync`
+    /// leaves that to the caller.
     fn drop(&mut self) {
-        if self.shared.live_at_drop()
-            && matches!(
-                self.shared.durability,
-                Durability::SafeNoSync | Durability::NoMetaSync
-            )
-        {
+        if !self.shared.live_at_drop() {
+            return;
+        }
+        let unsynced = match self.shared.durability {
+            Durability::SafeNoSync | Durability::NoMetaSync => true,
+            Durability::Durable => self.info().is_ok_and(|i| i.durable_txnid < i.last_txnid),
+            _ => false,
+        };
+        if unsynced {
             let _ = self.sync();
         }
     }

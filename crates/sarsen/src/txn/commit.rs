@@ -185,6 +185,19 @@ fn put_meta(env: &Shared, slot: u8, m: &Meta, sync: bool) -> Result<()> {
     r
 }
 
+/// The durability of a commit: the one its transaction asked for, else the
+/// environment's. Outside a `NoSync` environment a commit asking for
+/// `NoSync` is made as `SafeNoSync`: the environment keeps the last durable
+/// commit's pages for the fallback after a system crash, which a `NoSync`
+/// meta (trusted as it is) would defeat.
+pub(crate) fn effective_durability(env: Durability, asked: Option<Durability>) -> Durability {
+    match asked {
+        Some(Durability::NoSync) if env != Durability::NoSync => Durability::SafeNoSync,
+        Some(d) => d,
+        None => env,
+    }
+}
+
 fn write_meta(env: &Shared, w: &mut TxnState) -> Result<()> {
     let mut ws = env.lock.writer_shared();
     let prev = env.published()?;
@@ -192,9 +205,9 @@ fn write_meta(env: &Shared, w: &mut TxnState) -> Result<()> {
     // a commit that brings the bytes written since the last durable commit
     // (its pages and meta page included) to the threshold, or comes a
     // period after it, is made durable.
-    let auto = env.auto_sync.applies(env.durability);
+    let mut mode = effective_durability(env.durability, w.durability);
+    let auto = env.auto_sync.applies(mode);
     let mut bytes = 0;
-    let mut mode = env.durability;
     if auto {
         let ps = u64::from(env.page_size);
         bytes = w

@@ -696,6 +696,39 @@ impl<'env> RwTxn<'env> {
         r
     }
 
+    /// Sets how this transaction's commit is made durable, instead of the
+    /// environment's [`Durability`](crate::Durability) (heed's run-time
+    /// switch of LMDB's `MDB_NOSYNC` with `mdb_env_set_flags`, redb's
+    /// `WriteTransaction::set_durability`): a bulk load can commit
+    /// `SafeNoSync` in a `Durable` environment, and a `NoSync` environment
+    /// can make one commit durable. A `Durable` commit after unsynced ones
+    /// syncs twice (data, then meta), as [`Env::sync`](crate::Env::sync)
+    /// would.
+    ///
+    /// The environment's crash guarantee holds whatever the transactions
+    /// ask: outside a `NoSync` environment, `NoSync` commits as
+    /// `SafeNoSync` (unsynced, and rolled back after a system crash, never
+    /// corrupt). Auto-sync thresholds (`EnvOptions::sync_bytes`,
+    /// `sync_period`) apply to the mode the commit is made in.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let db = env.main_db();
+    /// let mut w = env.write_txn()?;
+    /// w.set_durability(sarsen::Durability::SafeNoSync);
+    /// w.put(db, b"k", b"v")?;
+    /// let txnid = w.txnid();
+    /// w.commit()?;
+    /// assert!(env.info()?.durable_txnid < txnid);
+    /// env.sync()?;
+    /// assert_eq!(env.info()?.durable_txnid, txnid);
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn set_durability(&mut self, durability: crate::Durability) {
+        self.w.durability = Some(durability);
+    }
+
     /// Discards every change (also done when the transaction is dropped).
     pub fn abort(mut self) {
         self.finish();

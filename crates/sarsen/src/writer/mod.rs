@@ -193,6 +193,9 @@ pub(crate) struct TxnState {
     pub nest: Vec<Checkpoint>,
     /// Numbers the checkpoints, so a nested transaction finds its own.
     pub nest_serial: u64,
+    /// The durability this transaction's commit asked for
+    /// (`RwTxn::set_durability`), instead of the environment's.
+    pub durability: Option<crate::options::Durability>,
 }
 
 impl TxnState {
@@ -215,6 +218,7 @@ impl TxnState {
             main_changed: false,
             nest: Vec::new(),
             nest_serial: 0,
+            durability: None,
         }
     }
 
@@ -255,6 +259,7 @@ impl TxnState {
         self.tree.append = None;
         self.dbs.clear();
         self.main_changed = false;
+        self.durability = None;
         self.drop_checkpoints();
     }
 }
