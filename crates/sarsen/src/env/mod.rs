@@ -155,11 +155,12 @@ impl Env {
         }
         s.check_fork()?;
         s.check_synced()?;
-        let _g = s.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = s.writer.lock().unwrap_or_else(|e| e.into_inner());
         s.lock.lock_writer()?;
         let r = crate::txn::commit::sync_steady(s);
         if r.is_ok() {
             s.lock.mark_synced(crate::io::lock::monotonic_ns());
+            g.unsynced_commits = false;
         }
         s.lock.unlock_writer();
         r
@@ -344,8 +345,8 @@ impl Env {
 impl Drop for Env {
     /// In the modes whose commits are not all durable when they return
     /// (`SafeNoSync`, `NoMetaSync`), closing syncs them, as libmdbx's
-    /// `mdbx_env_close` does, and so does a `Durable` environment after
-    /// transactions that committed unsynced
+    /// `mdbx_env_close` does, and so does a `Durable` environment whose own
+    /// last commit was made unsynced
     /// ([`RwTxn::set_durability`](crate::RwTxn::set_durability)); `NoSync`
     /// leaves that to the caller.
     fn drop(&mut self) {
@@ -354,7 +355,13 @@ impl Drop for Env {
         }
         let unsynced = match self.shared.durability {
             Durability::SafeNoSync | Durability::NoMetaSync => true,
-            Durability::Durable => self.info().is_ok_and(|i| i.durable_txnid < i.last_txnid),
+            Durability::Durable => {
+                self.shared
+                    .writer
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unsynced_commits
+            }
             _ => false,
         };
         if unsynced {

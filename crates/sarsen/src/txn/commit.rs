@@ -243,6 +243,9 @@ fn write_meta(env: &Shared, w: &mut TxnState) -> Result<()> {
     }
     let m = build_meta(env, w, w.txnid(), flags);
     put_meta(env, slot, &m, mode == Durability::Durable)?;
+    if env.durability == Durability::Durable {
+        w.unsynced_commits = mode != Durability::Durable;
+    }
     if mode == Durability::Durable {
         env.lock.mark_synced(crate::io::lock::monotonic_ns());
     } else if auto {

@@ -196,6 +196,10 @@ pub(crate) struct TxnState {
     /// The durability this transaction's commit asked for
     /// (`RwTxn::set_durability`), instead of the environment's.
     pub durability: Option<crate::options::Durability>,
+    /// A `Durable` environment made a commit unsynced (a transaction asked
+    /// for less) since its last sync: its drop syncs. Kept across
+    /// transactions.
+    pub unsynced_commits: bool,
 }
 
 impl TxnState {
@@ -219,6 +223,7 @@ impl TxnState {
             nest: Vec::new(),
             nest_serial: 0,
             durability: None,
+            unsynced_commits: false,
         }
     }
 
