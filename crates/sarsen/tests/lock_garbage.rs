@@ -18,7 +18,7 @@
 //! open must open fine: the first opener resets it.
 //!
 //! The offsets of the published fields are named below (lock-file format
-//! version 2, `io/lock.rs`); adjust them if the header layout changes.
+//! version 3, `io/lock.rs`); adjust them if the header layout changes.
 
 mod procs_common;
 
@@ -47,7 +47,7 @@ const DURABLE_TXNID: u64 = 232;
 const META_SLOTS: u64 = 240;
 /// End of the published area the garbage covers.
 const PUBLISHED_END: u64 = 256;
-/// Size of a lock file with the default 126 reader slots (format 2).
+/// Size of a lock file with the default 126 reader slots (format 3).
 const LOCK_LEN: usize = 320 + 64 * 126;
 
 /// Keys committed before the damage (200-byte values: many pages).

@@ -8,6 +8,12 @@ use std::process::Command;
 
 use sarsen::{Env, EnvOptions, Error};
 
+/// Held by each test for its whole run. A `mount` one test spawns shares,
+/// until it execs, the process's open file descriptions, the other test's
+/// lock files among them: their locks would outlive the other test's
+/// closing its environment for that moment (flaky "open elsewhere").
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A tmpfs mounted for the test, unmounted on drop.
 struct Tmpfs(PathBuf);
 
@@ -41,6 +47,7 @@ impl Drop for Tmpfs {
 
 #[test]
 fn a_read_only_file_system_is_read_through_a_private_reader_table() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(fs) = Tmpfs::mount() else {
         eprintln!("skipped: cannot mount a tmpfs here (needs root)");
         return;
@@ -88,6 +95,7 @@ fn a_read_only_file_system_is_read_through_a_private_reader_table() {
 /// the pages of its snapshot.
 #[test]
 fn a_read_only_bind_mount_of_a_live_environment() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(fs) = Tmpfs::mount() else {
         eprintln!("skipped: cannot mount a tmpfs here (needs root)");
         return;

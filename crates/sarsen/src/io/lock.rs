@@ -3,13 +3,13 @@
 //! the writer's bookkeeping, and the reader table (LMDB's `MDB_txninfo`;
 //! the table's protocol is in `io/slots.rs`).
 //!
-//! Layout, format version 2 (all fields little-endian, 8-byte aligned,
+//! Layout, format version 3 (all fields little-endian, 8-byte aligned,
 //! accessed atomically):
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0   | 8  | magic `b"SARSNLCK"` |
-//! | 8   | 4  | lock-file format version (2) |
+//! | 8   | 4  | lock-file format version (3) |
 //! | 12  | 4  | reader slots in the table |
 //! | 16  | 8  | snapshot seqlock counter (odd while the writer publishes) |
 //! | 24  | 8  | published txnid |
@@ -24,16 +24,20 @@
 //! | 264 | 8  | flags: bit 0 = a sync of the data file failed (writes refused until all close) |
 //! | 272 | 8  | bytes written by commits since the last durable one (auto-sync) |
 //! | 280 | 8  | time of the last durable commit, ns on `CLOCK_MONOTONIC` (auto-sync) |
-//! | 288 | 32 | reserved |
+//! | 288 | 4  | writer lock: 0, or the owner id with bit 31 set while someone waits (`io/writer_lock.rs`) |
+//! | 296 | 8  | last owner id handed out |
+//! | 304 | 16 | reserved |
 //! | 320 | 64 × slots | reader slots (`io/slots.rs`) |
 //!
 //! Locks (`F_OFD_SETLK*`, so they belong to this open file description and
-//! vanish when the process dies, in whatever PID namespace it ran): byte 0
-//! is the writer lock, byte 1 the liveness lock (shared by every opener;
+//! vanish when the process dies, in whatever PID namespace it ran): byte 1
+//! is the liveness lock (shared by every opener;
 //! exclusive only to the first opener, which then resets the table), byte 2
 //! the sharing lock (shared by every opener for its life; exclusive for an
-//! `exclusive` opener), and byte `2^33 + i` the liveness lock of reader
-//! slot `i`, held exclusively by the environment that owns the slot.
+//! `exclusive` opener), byte `2^33 + i` the liveness lock of reader
+//! slot `i`, held exclusively by the environment that owns the slot, and
+//! byte `2^34 + k` the lock of writer owner id `k`, held exclusively by the
+//! environment that took the id at its first write (`io/writer_lock.rs`).
 //!
 //! A `fork()` child shares its parent's open file description, and so its
 //! locks: [`fork_generation`] lets an environment notice that it is used in
@@ -53,7 +57,7 @@ pub(crate) use super::fork::fork_generation;
 use super::fork::{register_lock, unregister_lock};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SARSNLCK");
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// Size of the header before the reader slots, bytes.
 pub(crate) const HEADER: usize = 320;
 /// Size of one reader slot, bytes.
@@ -103,8 +107,11 @@ pub(crate) struct LockFile {
     len: usize,
     pub(super) slots: u32,
     /// A private table's read-only handle on the lock file, holding a
-    /// shared lock on the writer byte (see [`LockFile::private`]).
+    /// shared lock on the writer owner bytes (see [`LockFile::private`]).
     _guard: Option<File>,
+    /// This environment's writer owner id, 0 until its first write
+    /// (`io/writer_lock.rs`).
+    pub(super) owner: AtomicU32,
     /// Serialises this environment's claims and reclaims of reader slots:
     /// its threads share one open file description, whose slot locks do
     /// not exclude each other.
@@ -248,6 +255,7 @@ impl LockFile {
         let lock = LockFile {
             file: Some(file),
             _guard: None,
+            owner: AtomicU32::new(0),
             ptr,
             len,
             slots,
@@ -284,8 +292,8 @@ impl LockFile {
     /// it is opened read-only: if another opener holds its liveness lock,
     /// the environment is live elsewhere and this one could not register
     /// its readers there, so the open fails; otherwise this `Env` holds a
-    /// shared lock on the writer byte for its life, and a writer that
-    /// starts elsewhere waits until it closes. Without a lock file nothing
+    /// shared lock over the writer owner bytes for its life, and a writer
+    /// that starts elsewhere waits at its first write until it closes. Without a lock file nothing
     /// can be checked (`no_lock` promises there is no writer).
     pub(crate) fn private(max_readers: u32, guard_path: Option<&Path>) -> Result<LockFile> {
         let guard = match guard_path {
@@ -313,6 +321,7 @@ impl LockFile {
         let lock = LockFile {
             file: None,
             _guard: guard,
+            owner: AtomicU32::new(0),
             ptr,
             len,
             slots: max_readers,
@@ -345,21 +354,6 @@ impl LockFile {
     /// system, or `no_lock`).
     pub(crate) fn is_private(&self) -> bool {
         self.file.is_none()
-    }
-
-    /// Takes the cross-process writer lock, waiting for it.
-    pub(crate) fn lock_writer(&self) -> Result<()> {
-        match &self.file {
-            Some(f) => ofd_lock(f.as_raw_fd(), 0, libc::F_WRLCK, true).map(|_| ()),
-            None => Err(Error::ReadOnly),
-        }
-    }
-
-    /// Releases the writer lock.
-    pub(crate) fn unlock_writer(&self) {
-        if let Some(f) = &self.file {
-            let _ = ofd_lock(f.as_raw_fd(), 0, libc::F_UNLCK, false);
-        }
     }
 
     /// The 8-byte word at byte `off` of the mapping.
@@ -565,15 +559,6 @@ impl LockFile {
             .fetch_or(FLAG_SYNC_FAILED, Ordering::AcqRel);
     }
 
-    /// Tries the writer lock without waiting (a reader that finds a
-    /// publish cut short). `Ok(false)` when another holds it.
-    pub(crate) fn try_lock_writer(&self) -> Result<bool> {
-        match &self.file {
-            Some(f) => ofd_lock(f.as_raw_fd(), 0, libc::F_WRLCK, false),
-            None => Ok(false),
-        }
-    }
-
     /// Only the durable txnid and meta slots (after `Env::sync`).
     pub(crate) fn set_durable(&self, durable_txnid: u64, steady_slot: u8, current_slot: u8) {
         self.word(232).store(durable_txnid, Ordering::Release);
@@ -596,7 +581,7 @@ impl Drop for LockFile {
 }
 
 /// For a private table on a read-only mount: the lock file opened
-/// read-only with a shared lock on the writer byte, or `None` if there is
+/// read-only with a shared lock over the writer owner bytes, or `None` if there is
 /// no lock file. `Busy`-like refusal (an `Io` error) when another opener
 /// holds the liveness byte: the environment is open where its lock file is
 /// writable, and a writer there would not see this opener's readers.
@@ -616,8 +601,14 @@ fn guard_read_only(path: &Path) -> Result<Option<File>> {
         });
     }
     // Writers elsewhere wait for this reader to close (a read lock needs
-    // only read access).
-    ofd_lock(fd, 0, libc::F_RDLCK, true)?;
+    // only read access): every writer's first write takes an owner byte.
+    ofd_lock_range(
+        fd,
+        super::writer_lock::OWNER_BASE,
+        i64::from(super::writer_lock::OWNER_MAX) + 1,
+        libc::F_RDLCK,
+        true,
+    )?;
     Ok(Some(f))
 }
 
@@ -693,12 +684,23 @@ pub(super) fn ofd_held(fd: libc::c_int, byte: i64) -> Result<bool> {
 /// Takes (or with `F_UNLCK` releases) an OFD lock on byte `byte`. Returns
 /// `false` when `wait` is off and another holder conflicts.
 pub(super) fn ofd_lock(fd: libc::c_int, byte: i64, kind: libc::c_int, wait: bool) -> Result<bool> {
+    ofd_lock_range(fd, byte, 1, kind, wait)
+}
+
+/// [`ofd_lock`] over `len` bytes from `start`.
+pub(super) fn ofd_lock_range(
+    fd: libc::c_int,
+    start: i64,
+    len: i64,
+    kind: libc::c_int,
+    wait: bool,
+) -> Result<bool> {
     // SAFETY: a zeroed `flock` is a valid value of a plain C struct.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = kind as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = byte;
-    fl.l_len = 1;
+    fl.l_start = start;
+    fl.l_len = len;
     let cmd = if wait {
         libc::F_OFD_SETLKW
     } else {

@@ -16,6 +16,7 @@ mod fork;
 pub(crate) mod lock;
 pub(crate) mod mmap;
 pub(crate) mod slots;
+mod writer_lock;
 
 pub(crate) use file::DataFile;
 pub(crate) use lock::LockFile;
