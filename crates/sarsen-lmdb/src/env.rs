@@ -28,9 +28,36 @@ const OPEN_FLAGS: c_uint = MDB_FIXEDMAP
     | MDB_NORDAHEAD
     | MDB_NOMEMINIT;
 
-/// Flags `mdb_env_set_flags` may change after open: those with no effect
-/// on an open Sarsen environment.
-const RUNTIME_FLAGS: c_uint = MDB_NOMEMINIT | MDB_NOTLS;
+/// Flags `mdb_env_set_flags` may change after open: the durability flags
+/// (each write transaction begun after the change commits in the mode they
+/// name, [`durability_now`]) and those with no effect on an open Sarsen
+/// environment.
+const RUNTIME_FLAGS: c_uint =
+    MDB_NOSYNC | MDB_NOMETASYNC | MDB_MAPASYNC | MDB_NOMEMINIT | MDB_NOTLS;
+
+/// The Sarsen durability that keeps the promise of LMDB's env `flags`, or
+/// a stronger one: `MDB_NOSYNC` → `NoSync`, `MDB_MAPASYNC` → `SafeNoSync`,
+/// `MDB_NOMETASYNC` → `NoMetaSync`, else `Durable`.
+fn durability_of(flags: c_uint) -> Durability {
+    if flags & MDB_NOSYNC != 0 {
+        Durability::NoSync
+    } else if flags & MDB_MAPASYNC != 0 {
+        Durability::SafeNoSync
+    } else if flags & MDB_NOMETASYNC != 0 {
+        Durability::NoMetaSync
+    } else {
+        Durability::Durable
+    }
+}
+
+/// The durability the env's flags ask for now (`mdb_env_set_flags` may
+/// change them after open; heed switches `MDB_NOSYNC` this way): a write
+/// transaction begun now commits in it (`RwTxn::set_durability`; outside
+/// an environment opened `MDB_NOSYNC`, `MDB_NOSYNC` commits as Sarsen's
+/// `SafeNoSync`, unsynced but never corrupt after a crash).
+pub(crate) fn durability_now(h: &MDB_env) -> Durability {
+    durability_of(h.cfg.lock().unwrap_or_else(|e| e.into_inner()).flags)
+}
 
 /// Settings given before `mdb_env_open`.
 struct Config {
@@ -290,15 +317,7 @@ fn open(h: &MDB_env, p: &Path, cpath: &CStr, flags: c_uint) -> CResult<()> {
     if flags & MDB_NOLOCK != 0 && !rdonly {
         return Err(libc::EINVAL);
     }
-    let durability = if flags & MDB_NOSYNC != 0 {
-        Durability::NoSync
-    } else if flags & MDB_MAPASYNC != 0 {
-        Durability::SafeNoSync
-    } else if flags & MDB_NOMETASYNC != 0 {
-        Durability::NoMetaSync
-    } else {
-        Durability::Durable
-    };
+    let durability = durability_of(flags);
     let mut o = EnvOptions::new()
         .durability(durability)
         .single_file(nosubdir)

@@ -329,7 +329,10 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
             .map_err(|e| to_code(&e))
     } else {
         e.write_txn()
-            .map(|w| o.state = Some(State::Rw(Box::new(w))))
+            .map(|mut w| {
+                w.set_durability(crate::env::durability_now(h));
+                o.state = Some(State::Rw(Box::new(w)));
+            })
             .map_err(|e| to_code(&e))
     };
     if let Err(e) = made {

@@ -670,3 +670,39 @@ fn database_handles_seen_after_changes() {
         mdb_txn_abort(r);
     }
 }
+
+/// `mdb_env_set_flags` with `MDB_NOSYNC` after open (heed's run-time
+/// switch): the write transactions begun while it is set commit unsynced
+/// (Sarsen's `SafeNoSync` in an environment opened durable), the ones
+/// after it is cleared durably. Read back through the Rust API on the same
+/// files (durable txnid against the last txnid).
+#[test]
+fn sync_flags_switch_at_run_time() {
+    let f = Fixture::new(0);
+    // SAFETY: a live env and pointers to live values.
+    let commit = |k: &[u8]| unsafe {
+        let t = f.txn(0);
+        let mut dbi = 0;
+        ok(mdb_dbi_open(t, ptr::null(), 0, &mut dbi));
+        ok(put(t, dbi, k, b"v", 0));
+        ok(mdb_txn_commit(t));
+    };
+    // SAFETY: the test's own directory, also open through the C API here.
+    let rust = unsafe { sarsen::Env::open(f._dir.path()) }.unwrap();
+    let synced = || {
+        let i = rust.info().unwrap();
+        i.durable_txnid == i.last_txnid
+    };
+    commit(b"a");
+    assert!(synced(), "a default commit is durable");
+    for (on, key, durable) in [(1, &b"b"[..], false), (0, b"c", true)] {
+        // SAFETY: a live env.
+        ok(unsafe { mdb_env_set_flags(f.env, MDB_NOSYNC, on) });
+        let mut flags = 0;
+        // SAFETY: a live env and a writable u32.
+        ok(unsafe { mdb_env_get_flags(f.env, &mut flags) });
+        assert_eq!(flags & MDB_NOSYNC != 0, on == 1);
+        commit(key);
+        assert_eq!(synced(), durable, "commit with MDB_NOSYNC {on}");
+    }
+}
