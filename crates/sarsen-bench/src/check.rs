@@ -49,6 +49,15 @@ fn value_steps() -> Vec<CheckStep> {
         (ReadReverse, 1, 1),
         (DeleteRandom, 1, 1),
         (FillSeq, 1, 1),
+        (RetainRandom, 1, 1),
+        (ReadSeq, 1, 1),
+        (ReadRandom, 2, 1),
+        (FillRandom, 1, 1),
+        (PopFront, 1, 1),
+        (ReadReverse, 1, 1),
+        (PopFront, 1, 1),
+        (UpdateRandom, 1, 1),
+        (ReadSeq, 1, 1),
     ]
     .into_iter()
     .map(|(w, t, rb)| CheckStep(w, t, rb))
@@ -101,6 +110,17 @@ fn count_problems(w: Workload, step: &Step, p: &Params) -> Vec<String> {
                 expect("found", m.found, m.write_ops);
             }
         }
+        Workload::RetainRandom => {
+            let before = step.before.map_or(0, |s| s.entries);
+            expect("entries visited", m.read_ops, before);
+            if let Some(after) = w.state_after(p, step.before) {
+                expect("deletes", m.write_ops, before - after.entries);
+            }
+        }
+        Workload::PopFront => {
+            let before = step.before.map_or(0, |s| s.entries);
+            expect("deletes", m.write_ops, p.writes.min(before));
+        }
         Workload::DeleteRandom => {
             let want = if all_keys {
                 p.writes.min(p.num)
@@ -152,6 +172,14 @@ fn run_steps(cli: &Cli, p: &Params, engine: EngineKind, steps: &[CheckStep]) -> 
     let mut session = Session::new(root, p.clone(), true);
     let mut failures = 0;
     for &CheckStep(w, threads, read_batch) in steps {
+        if w.needs_cursor_delete() && !engine.has_cursor_delete() {
+            println!(
+                "skip  {:<8} {:<17} no cursor delete",
+                engine.name(),
+                w.name()
+            );
+            continue;
+        }
         let mut p = p.clone();
         p.threads = threads;
         p.read_batch = read_batch;

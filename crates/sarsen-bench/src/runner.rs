@@ -267,6 +267,10 @@ pub fn bench(cli: &Cli) -> ExitCode {
                     notes.push(format!("{}: no merge operator, not run", s.name()));
                     continue;
                 }
+                if w.needs_cursor_delete() && !s.engine.has_cursor_delete() {
+                    notes.push(format!("{}: no cursor delete, not run", s.name()));
+                    continue;
+                }
                 // Single-writer engines write with one thread whatever --threads says.
                 let effective = if w.has_writers() && !s.engine.concurrent_writers() {
                     1

@@ -3,12 +3,21 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cli::Params;
-use crate::data::Permutation;
+use crate::data::{mix64, Permutation};
 
 /// Seed salt of the permutation whose first keys fillsync writes.
 pub const SALT_FILLSYNC: u64 = 0x2;
 /// Seed salt of the permutation whose first keys deleterandom deletes.
 pub const SALT_DELETE: u64 = 0x3;
+/// Seed salt of the hash that picks the keys retainrandom deletes.
+pub const SALT_RETAIN: u64 = 0x4;
+
+/// Whether retainrandom keeps the key of `idx` (about half of the keys, picked
+/// by a hash of the index and the seed): the predicate its cursor walk tests.
+#[inline]
+pub fn retained(seed: u64, idx: u64) -> bool {
+    mix64(idx ^ seed ^ SALT_RETAIN) & 1 == 0
+}
 
 /// A db_bench workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -52,6 +61,15 @@ pub enum Workload {
     /// Delete `writes` distinct random keys, `batch` per transaction.
     #[value(name = "deleterandom")]
     DeleteRandom,
+    /// One write transaction walks every key with a write cursor and deletes
+    /// those a hash of the key index picks (about half): a retain/extract-if
+    /// loop (engines with a cursor delete only).
+    #[value(name = "retainrandom")]
+    RetainRandom,
+    /// Delete the first key `writes` times through a cursor (a queue's pop from
+    /// the front), `batch` per transaction (engines with a cursor delete only).
+    #[value(name = "popfront")]
+    PopFront,
 }
 
 impl Workload {
@@ -69,6 +87,8 @@ impl Workload {
             Workload::UpdateRandom => "updaterandom",
             Workload::MergeRandom => "mergerandom",
             Workload::DeleteRandom => "deleterandom",
+            Workload::RetainRandom => "retainrandom",
+            Workload::PopFront => "popfront",
         }
     }
 
@@ -107,6 +127,12 @@ impl Workload {
         )
     }
 
+    /// Whether the workload deletes through a write cursor (engines without
+    /// one skip it).
+    pub fn needs_cursor_delete(self) -> bool {
+        matches!(self, Workload::RetainRandom | Workload::PopFront)
+    }
+
     /// Whether `--threads` applies.
     pub fn is_threaded(self) -> bool {
         self.has_readers() || self.has_writers()
@@ -119,7 +145,10 @@ impl Workload {
 
     /// Whether the workload writes (so that `--sync` applies to it).
     pub fn writes(self) -> bool {
-        self.is_fill() || self.has_writers() || self == Workload::ReadWhileWriting
+        self.is_fill()
+            || self.has_writers()
+            || self.needs_cursor_delete()
+            || self == Workload::ReadWhileWriting
     }
 
     /// Keys written by the workload, when it is a fill, with `num` keys.
@@ -175,6 +204,23 @@ impl Workload {
                 // Random deletes from a subset: what remains is not tracked.
                 _ => None,
             },
+            Workload::RetainRandom => match before {
+                Some(s) if s.keys == KeySet::All => Some(DbState {
+                    entries: (0..p.num).filter(|&i| retained(p.seed, i)).count() as u64,
+                    keys: KeySet::Retained,
+                    pristine: s.pristine,
+                }),
+                _ => None,
+            },
+            Workload::PopFront => match before {
+                // The first keys of `All` or of a suffix leave a shorter suffix.
+                Some(s) if matches!(s.keys, KeySet::All | KeySet::Suffix) => Some(DbState {
+                    entries: s.entries - p.writes.min(s.entries),
+                    keys: KeySet::Suffix,
+                    pristine: s.pristine,
+                }),
+                _ => None,
+            },
         }
     }
 }
@@ -194,6 +240,10 @@ pub enum KeySet {
     FillSyncPrefix,
     /// Every index except the first `num - entries` of the deleterandom permutation.
     AllButDeleted,
+    /// The indexes that [`retained`] keeps (what retainrandom leaves of `All`).
+    Retained,
+    /// The last `entries` indexes, `num - entries..num` (what popfront leaves).
+    Suffix,
 }
 
 /// What a database is known to hold, for verification and for choosing existing keys.
@@ -212,11 +262,23 @@ impl DbState {
     pub fn all_keys(&self) -> bool {
         self.keys == KeySet::All
     }
+
+    /// Whether the database holds key index `idx`, where that is cheap to tell
+    /// (`None` for the permutation-based sets).
+    pub fn holds(&self, p: &Params, idx: u64) -> Option<bool> {
+        match self.keys {
+            KeySet::All => Some(idx < p.num),
+            KeySet::Retained => Some(idx < p.num && retained(p.seed, idx)),
+            KeySet::Suffix => Some(idx < p.num && idx >= p.num - self.entries),
+            KeySet::FillSyncPrefix | KeySet::AllButDeleted => None,
+        }
+    }
 }
 
 /// Picks existing keys of a database uniformly at random.
 pub struct ExistingKeys {
     num: u64,
+    seed: u64,
     state: Option<DbState>,
     perm: Option<Permutation>,
 }
@@ -232,6 +294,7 @@ impl ExistingKeys {
         };
         ExistingKeys {
             num: p.num,
+            seed: p.seed,
             state,
             perm,
         }
@@ -245,6 +308,18 @@ impl ExistingKeys {
                 KeySet::FillSyncPrefix => perm.get(r % s.entries),
                 _ => perm.get(self.num - s.entries + r % s.entries),
             },
+            (Some(s), None) if s.entries > 0 && s.keys == KeySet::Suffix => {
+                self.num - s.entries + r % s.entries
+            }
+            (Some(s), None) if s.entries > 0 && s.keys == KeySet::Retained => {
+                // The next retained index at or after a uniform one (about
+                // two tries; the set is not empty).
+                let mut i = r % self.num;
+                while !retained(self.seed, i) {
+                    i = (i + 1) % self.num;
+                }
+                i
+            }
             _ => r % self.num,
         }
     }

@@ -212,6 +212,22 @@ impl MdbxEngine {
         txn.commit()
     }
 
+    /// Runs `f` with a cursor on the main table in a write transaction, then
+    /// closes the cursor and commits (aborting on error).
+    fn with_write_cursor(&self, f: impl FnOnce(*mut ffi::MDBX_cursor) -> Result<()>) -> Result<()> {
+        self.in_write_txn(|txn| {
+            let mut cursor = ptr::null_mut();
+            // SAFETY: `txn` is a live write transaction and `dbi` open.
+            check("mdbx_cursor_open", unsafe {
+                ffi::mdbx_cursor_open(txn, self.dbi, &mut cursor)
+            })?;
+            let r = f(cursor);
+            // SAFETY: the cursor belongs to `txn`, closed once before it ends.
+            unsafe { ffi::mdbx_cursor_close(cursor) };
+            r
+        })
+    }
+
     /// The database file's upper bound for `opts`.
     fn max_size(opts: &OpenOptions) -> u64 {
         MIN_MAX_SIZE.max(opts.data_bytes.saturating_mul(4))
@@ -377,6 +393,48 @@ impl Engine for MdbxEngine {
         })
     }
 
+    fn retain(&self, delete: &mut dyn FnMut(&[u8]) -> bool) -> Result<(u64, u64)> {
+        let (mut seen, mut gone) = (0, 0);
+        self.with_write_cursor(|cursor| {
+            // SAFETY: `cursor` is open on the live write transaction; each key is
+            // used before the cursor's delete, the transaction's next write.
+            while let Some(k) = unsafe { cursor_key(cursor, ffi::MDBX_NEXT)? } {
+                seen += 1;
+                if delete(k) {
+                    // SAFETY: the cursor stands on `k`; after the delete MDBX_NEXT
+                    // returns the entry that followed it.
+                    check("mdbx_cursor_del", unsafe {
+                        ffi::mdbx_cursor_del(cursor, ffi::MDBX_UPSERT)
+                    })?;
+                    gone += 1;
+                }
+            }
+            Ok(())
+        })?;
+        Ok((seen, gone))
+    }
+
+    fn pop_front(&self, n: u64) -> Result<u64> {
+        let mut gone = 0;
+        self.with_write_cursor(|cursor| {
+            // SAFETY: `cursor` is open on the live write transaction; the key
+            // is not used.
+            while gone < n && unsafe { cursor_key(cursor, ffi::MDBX_FIRST)? }.is_some() {
+                // SAFETY: the cursor stands on the first entry.
+                check("mdbx_cursor_del", unsafe {
+                    ffi::mdbx_cursor_del(cursor, ffi::MDBX_UPSERT)
+                })?;
+                gone += 1;
+            }
+            Ok(())
+        })?;
+        Ok(gone)
+    }
+
+    fn has_cursor_delete() -> bool {
+        true
+    }
+
     fn scan<F: FnMut(&[u8], &[u8])>(&self, reverse: bool, mut visit: F) -> Result<u64> {
         let (first, step) = if reverse {
             (ffi::MDBX_LAST, ffi::MDBX_PREV)
@@ -426,6 +484,26 @@ impl Engine for MdbxEngine {
             .sync(true)
             .map(drop)
             .map_err(op_err("mdbx_env_sync"))
+    }
+}
+
+/// `mdbx_cursor_get` with `op`: the key under the cursor after the move, `None`
+/// at `MDBX_NOTFOUND`.
+///
+/// # Safety
+/// `cursor` must be open on a live transaction; the key is valid until the next
+/// write of that transaction.
+unsafe fn cursor_key<'c>(
+    cursor: *mut ffi::MDBX_cursor,
+    op: ffi::MDBX_cursor_op,
+) -> Result<Option<&'c [u8]>> {
+    let (mut key, mut data) = (val(&[]), val(&[]));
+    // SAFETY: the caller's promise; out values are valid.
+    match unsafe { ffi::mdbx_cursor_get(cursor, &mut key, &mut data, op) } {
+        // SAFETY: from a successful mdbx_cursor_get (the caller bounds its use).
+        ffi::MDBX_SUCCESS => Ok(Some(unsafe { bytes(&key) })),
+        ffi::MDBX_NOTFOUND => Ok(None),
+        rc => check("mdbx_cursor_get", rc).map(|()| None),
     }
 }
 

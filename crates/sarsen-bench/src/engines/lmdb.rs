@@ -87,6 +87,7 @@ lmdb_api! {
     mdb_cursor_open: fn(*mut MDB_txn, MDB_dbi, *mut *mut MDB_cursor) -> c_int;
     mdb_cursor_get: fn(*mut MDB_cursor, *mut MDB_val, *mut MDB_val, MDB_cursor_op) -> c_int;
     mdb_cursor_close: fn(*mut MDB_cursor);
+    mdb_cursor_del: fn(*mut MDB_cursor, c_uint) -> c_int;
 }
 
 /// The LMDB library an [`LmdbEngine`] calls.
@@ -203,6 +204,43 @@ impl<L: Library> LmdbEngine<L> {
         check(self.api, "mdb_txn_commit", unsafe {
             (self.api.mdb_txn_commit)(txn)
         })
+    }
+
+    /// Runs `f` with a cursor on the database in a write transaction, then
+    /// closes the cursor and commits (aborting on error).
+    fn with_write_cursor(&self, f: impl FnOnce(*mut MDB_cursor) -> Result<()>) -> Result<()> {
+        self.in_write_txn(|txn| {
+            let mut cursor = ptr::null_mut();
+            // SAFETY: `txn` is a live write transaction and `dbi` open.
+            check(self.api, "mdb_cursor_open", unsafe {
+                (self.api.mdb_cursor_open)(txn, self.dbi, &mut cursor)
+            })?;
+            let r = f(cursor);
+            // SAFETY: the cursor belongs to `txn`, closed once before it ends.
+            unsafe { (self.api.mdb_cursor_close)(cursor) };
+            r
+        })
+    }
+
+    /// `mdb_cursor_get` with `op`: the key under the cursor after the move,
+    /// `None` at `MDB_NOTFOUND`.
+    ///
+    /// # Safety
+    /// `cursor` must be open on a live transaction; the key is valid until
+    /// the next write of that transaction.
+    unsafe fn cursor_key<'c>(
+        &self,
+        cursor: *mut MDB_cursor,
+        op: MDB_cursor_op,
+    ) -> Result<Option<&'c [u8]>> {
+        let (mut key, mut data) = (val(&[]), val(&[]));
+        // SAFETY: the caller's promise; out values are valid.
+        match unsafe { (self.api.mdb_cursor_get)(cursor, &mut key, &mut data, op) } {
+            // SAFETY: from a successful mdb_cursor_get (the caller bounds its use).
+            ffi::MDB_SUCCESS => Ok(Some(unsafe { bytes(&key) })),
+            ffi::MDB_NOTFOUND => Ok(None),
+            rc => check(self.api, "mdb_cursor_get", rc).map(|()| None),
+        }
     }
 }
 
@@ -369,6 +407,48 @@ impl<L: Library> Engine for LmdbEngine<L> {
             dbi: self.dbi,
             _engine: PhantomData,
         })
+    }
+
+    fn retain(&self, delete: &mut dyn FnMut(&[u8]) -> bool) -> Result<(u64, u64)> {
+        let (mut seen, mut gone) = (0, 0);
+        self.with_write_cursor(|cursor| {
+            // SAFETY: `cursor` is open on the live write transaction; each key is
+            // used before the cursor's delete, the transaction's next write.
+            while let Some(k) = unsafe { self.cursor_key(cursor, ffi::MDB_NEXT)? } {
+                seen += 1;
+                if delete(k) {
+                    // SAFETY: the cursor stands on `k`; after the delete MDB_NEXT
+                    // returns the entry that followed it.
+                    check(self.api, "mdb_cursor_del", unsafe {
+                        (self.api.mdb_cursor_del)(cursor, 0)
+                    })?;
+                    gone += 1;
+                }
+            }
+            Ok(())
+        })?;
+        Ok((seen, gone))
+    }
+
+    fn pop_front(&self, n: u64) -> Result<u64> {
+        let mut gone = 0;
+        self.with_write_cursor(|cursor| {
+            // SAFETY: `cursor` is open on the live write transaction; the key
+            // is not used.
+            while gone < n && unsafe { self.cursor_key(cursor, ffi::MDB_FIRST)? }.is_some() {
+                // SAFETY: the cursor stands on the first entry.
+                check(self.api, "mdb_cursor_del", unsafe {
+                    (self.api.mdb_cursor_del)(cursor, 0)
+                })?;
+                gone += 1;
+            }
+            Ok(())
+        })?;
+        Ok(gone)
+    }
+
+    fn has_cursor_delete() -> bool {
+        true
     }
 
     fn scan<F: FnMut(&[u8], &[u8])>(&self, reverse: bool, mut visit: F) -> Result<u64> {

@@ -223,6 +223,11 @@ impl EngineKind {
     pub fn has_merge(self) -> bool {
         with_engine!(self, E => E::has_merge(), missing => false)
     }
+
+    /// Whether the engine deletes through a cursor (retainrandom, popfront).
+    pub fn has_cursor_delete(self) -> bool {
+        with_engine!(self, E => E::has_cursor_delete(), missing => false)
+    }
 }
 
 /// When commits reach stable storage.
@@ -368,6 +373,29 @@ pub trait Engine: Sized + Sync {
         false
     }
 
+    /// Walks every entry in key order with a write cursor, in one write
+    /// transaction, deleting through the cursor each key for which `delete`
+    /// returns true (a retain/extract-if loop); returns the entries visited and
+    /// the entries deleted. Engines without a cursor delete return
+    /// [`unsupported`].
+    fn retain(&self, delete: &mut dyn FnMut(&[u8]) -> bool) -> Result<(u64, u64)> {
+        let _ = delete;
+        Err(unsupported("this engine", "cursor delete"))
+    }
+
+    /// Deletes the first entry in key order `n` times through a cursor (fewer
+    /// if the store runs empty), in one write transaction; returns how many it
+    /// deleted. Engines without a cursor delete return [`unsupported`].
+    fn pop_front(&self, n: u64) -> Result<u64> {
+        let _ = n;
+        Err(unsupported("this engine", "cursor delete"))
+    }
+
+    /// Whether [`Engine::retain`] and [`Engine::pop_front`] work.
+    fn has_cursor_delete() -> bool {
+        false
+    }
+
     /// A read handle for the calling thread.
     fn reader(&self) -> Result<Self::Reader<'_>>;
 
@@ -458,6 +486,35 @@ pub mod conformance {
         assert_eq!(seen, keys.len());
     }
 
+    /// `Engine::retain` (deleting the keys whose last digit is below 3 plus
+    /// `round`) and `Engine::pop_front` of 7, against the model, where the
+    /// engine has them.
+    fn cursor_deletes<E: Engine>(e: &E, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: usize) {
+        if !E::has_cursor_delete() {
+            assert!(e.pop_front(1).is_err());
+            return;
+        }
+        let cut = b'0' + 3 + (round % 5) as u8;
+        let pick = |k: &[u8]| k.last().is_some_and(|&b| b < cut);
+        let before = model.len() as u64;
+        let (seen, gone) = e.retain(&mut |k| pick(k)).expect("retain");
+        model.retain(|k, _| !pick(k));
+        assert_eq!(
+            (seen, gone),
+            (before, before - model.len() as u64),
+            "retain counts"
+        );
+        check_model(e, model);
+        let popped = e.pop_front(7).expect("pop_front");
+        let want = model.len().min(7);
+        let firsts: Vec<Vec<u8>> = model.keys().take(want).cloned().collect();
+        for k in firsts {
+            model.remove(&k);
+        }
+        assert_eq!(popped, want as u64, "pop_front count");
+        check_model(e, model);
+    }
+
     /// Random puts, appends, deletes, updates (with repeated keys in one batch) and,
     /// where the engine has them, uint64add merges; the store must match the model
     /// after every batch and after reopening.
@@ -538,6 +595,9 @@ pub mod conformance {
                     _ => assert!(e.merge_batch(&[(b"k", b"v")]).is_err()),
                 }
                 check_model(&e, &model);
+                if round % 5 == 4 {
+                    cursor_deletes(&e, &mut model, round);
+                }
             }
             e.sync().expect("sync");
         }

@@ -136,6 +136,40 @@ impl Engine for RedbEngine {
         Ok(found)
     }
 
+    fn retain(&self, delete: &mut dyn FnMut(&[u8]) -> bool) -> Result<(u64, u64)> {
+        // redb's `Table::retain` is its cursor-walk delete (an extract-if loop).
+        let txn = self.write_txn()?;
+        let (mut seen, mut gone) = (0, 0);
+        {
+            let mut table = txn.open_table(TABLE)?;
+            table.retain(|k, _| {
+                seen += 1;
+                let del = delete(k);
+                gone += u64::from(del);
+                !del
+            })?;
+        }
+        txn.commit()?;
+        Ok((seen, gone))
+    }
+
+    fn pop_front(&self, n: u64) -> Result<u64> {
+        let txn = self.write_txn()?;
+        let mut gone = 0;
+        {
+            let mut table = txn.open_table(TABLE)?;
+            while gone < n && table.pop_first()?.is_some() {
+                gone += 1;
+            }
+        }
+        txn.commit()?;
+        Ok(gone)
+    }
+
+    fn has_cursor_delete() -> bool {
+        true
+    }
+
     fn update_batch(&self, keys: &[&[u8]], update: &mut UpdateFn<'_>) -> Result<u64> {
         let txn = self.write_txn()?;
         let mut found = 0;

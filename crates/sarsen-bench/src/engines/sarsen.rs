@@ -127,6 +127,41 @@ impl Engine for SarsenEngine {
         true
     }
 
+    fn retain(&self, delete: &mut dyn FnMut(&[u8]) -> bool) -> Result<(u64, u64)> {
+        let mut txn = self.env.write_txn()?;
+        let (mut seen, mut gone) = (0, 0);
+        {
+            let mut c = txn.cursor_mut(self.db)?;
+            while let Some((k, _)) = c.next()? {
+                seen += 1;
+                if delete(k) {
+                    c.delete_current()?;
+                    gone += 1;
+                }
+            }
+        }
+        txn.commit()?;
+        Ok((seen, gone))
+    }
+
+    fn pop_front(&self, n: u64) -> Result<u64> {
+        let mut txn = self.env.write_txn()?;
+        let mut gone = 0;
+        {
+            let mut c = txn.cursor_mut(self.db)?;
+            while gone < n && c.first()?.is_some() {
+                c.delete_current()?;
+                gone += 1;
+            }
+        }
+        txn.commit()?;
+        Ok(gone)
+    }
+
+    fn has_cursor_delete() -> bool {
+        true
+    }
+
     fn reader(&self) -> Result<SarsenReader<'_>> {
         Ok(SarsenReader {
             env: &self.env,

@@ -1,8 +1,10 @@
 //! The child side: runs one workload on one engine and measures its timed section.
 //!
 //! One module per kind of workload: [`fill`] (new databases), [`read`] (gets, scans,
-//! and readwhilewriting), [`write`] (writes to existing keys).
+//! and readwhilewriting), [`write`] (writes to existing keys), [`cursor`]
+//! (deletes through a write cursor).
 
+mod cursor;
 mod fill;
 mod read;
 mod write;
@@ -168,6 +170,8 @@ fn run<E: Engine>(spec: &Spec) -> Result<Measurement> {
         | Workload::UpdateRandom
         | Workload::MergeRandom
         | Workload::DeleteRandom => write::write_existing(&ctx, w)?,
+        Workload::RetainRandom => cursor::retain(&ctx)?,
+        Workload::PopFront => cursor::pop_front(&ctx)?,
     };
     if spec.verify {
         if w.writes() {
@@ -219,6 +223,10 @@ impl<E> ScanChecker<'_, '_, E> {
                 .error(format!("scan: key {idx} after key {:?}", self.last));
         }
         self.last = Some(idx);
+        if self.state.holds(self.ctx.p, idx) == Some(false) {
+            self.ctx
+                .error(format!("scan: key {idx} should not be there"));
+        }
         self.ctx.check_value(Some(self.state), idx, v);
     }
 

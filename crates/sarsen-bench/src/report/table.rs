@@ -102,6 +102,14 @@ fn describe(w: Workload, p: &Params) -> String {
             format!("uint64add merge of 1 into random existing keys: {writers}{sync}")
         }
         Workload::DeleteRandom => format!("deletes of distinct random keys: {writers}{sync}"),
+        Workload::RetainRandom => format!(
+            "one write transaction walks every key with a write cursor and deletes about half \
+             (a hash of the key index picks them) through it{sync}"
+        ),
+        Workload::PopFront => format!(
+            "deletes of the first key through a cursor, {} per transaction{sync}",
+            p.batch
+        ),
     }
 }
 

@@ -36,20 +36,32 @@ impl<S: PageStore> Tree<'_, S> {
         if !found {
             return Ok(false);
         }
-        // The path, plus a sibling touched by a merge at every level above the leaf.
-        self.store.reserve(2 * self.rec.depth as usize + 1, 0)?;
-        self.touch_path(&mut path)?;
-        let leaf = path.leaf();
-        self.remove_leaf_node(leaf.pgno, leaf.idx())?;
-        self.rec.entries = self.rec.entries.saturating_sub(1);
-        self.rebalance(&path)?;
+        self.delete_at(&mut path)?;
         Ok(true)
     }
 
-    /// Merges under-filled pages from the leaf of `path` upwards.
-    pub(crate) fn rebalance(&mut self, path: &Path) -> Result<()> {
+    /// Deletes the node at the end of `path`, the current path to a stored
+    /// key (from a descent, or a write cursor's place): no descent. `path` is
+    /// left naming the pages it made dirty. Returns whether the delete stayed
+    /// in that leaf (no page merged or freed), so that the path's leaf index
+    /// now names the node after the deleted one (or the leaf's length).
+    pub(crate) fn delete_at(&mut self, path: &mut Path) -> Result<bool> {
+        self.state.clear_hint(self.rec.root);
+        // The path, plus a sibling touched by a merge at every level above the leaf.
+        self.store.reserve(2 * self.rec.depth as usize + 1, 0)?;
+        self.touch_path(path)?;
+        let leaf = path.leaf();
+        self.remove_leaf_node(leaf.pgno, leaf.idx())?;
+        self.rec.entries = self.rec.entries.saturating_sub(1);
+        Ok(!self.rebalance(path)?)
+    }
+
+    /// Merges under-filled pages from the leaf of `path` upwards. Returns
+    /// whether any page was merged or freed (or the root replaced).
+    pub(crate) fn rebalance(&mut self, path: &Path) -> Result<bool> {
         let cap = self.store.layout().psize - HDR;
         let mut level = path.len - 1;
+        let mut changed = false;
         while level > 0 {
             let pg = path.steps[level].pgno;
             let (kind, n, used) = {
@@ -58,20 +70,21 @@ impl<S: PageStore> Tree<'_, S> {
             };
             let min = if kind == Kind::Leaf { 1 } else { 2 };
             if n >= min && used >= cap / 4 {
-                return Ok(());
+                return Ok(changed);
             }
             let parent = path.steps[level - 1];
             if !self.merge_with_sibling(parent.pgno, parent.idx(), kind)? {
                 if n > 0 {
-                    return Ok(());
+                    return Ok(changed);
                 }
                 // Empty, and its parent has no other child to merge it with:
                 // it goes, and the parent, now empty too, is next.
                 self.drop_only_child(parent.pgno, pg, kind)?;
             }
+            changed = true;
             level -= 1;
         }
-        self.collapse_root()
+        Ok(self.collapse_root()? || changed)
     }
 
     /// Removes the empty page `pg`, the only child of dirty branch `ppg`, from
@@ -168,8 +181,9 @@ impl<S: PageStore> Tree<'_, S> {
         Ok(true)
     }
 
-    /// Removes empty or single-child roots.
-    fn collapse_root(&mut self) -> Result<()> {
+    /// Removes empty or single-child roots; whether it removed one.
+    fn collapse_root(&mut self) -> Result<bool> {
+        let mut changed = false;
         while self.rec.root != 0 {
             let root = self.rec.root;
             let (leaf, n, child) = {
@@ -190,13 +204,13 @@ impl<S: PageStore> Tree<'_, S> {
                 self.rec.leaf_pages = 0;
                 self.rec.branch_pages = 0;
                 self.rec.root_cksum = 0;
-                return Ok(());
+                return Ok(true);
             }
             if leaf {
-                return Ok(());
+                return Ok(changed);
             }
             let Some((child, cksum)) = child else {
-                return Ok(());
+                return Ok(changed);
             };
             if self.rec.depth <= 1 || child == root {
                 return Err(Error::corrupted(
@@ -210,7 +224,8 @@ impl<S: PageStore> Tree<'_, S> {
             self.rec.mod_txnid = 0;
             self.rec.depth = self.rec.depth.saturating_sub(1);
             self.rec.branch_pages = self.rec.branch_pages.saturating_sub(1);
+            changed = true;
         }
-        Ok(())
+        Ok(changed)
     }
 }

@@ -1,0 +1,112 @@
+//! Instruction counts of write-cursor loops, for callgrind (the harness's
+//! retainrandom and popfront, without its child processes and its 1 TiB map,
+//! which valgrind cannot reserve):
+//!
+//! ```text
+//! cargo build --release -p sarsen --example cursor_cost
+//! valgrind --tool=callgrind --toggle-collect='cursor_cost::retain' \
+//!     target/release/examples/cursor_cost retain 100000
+//! valgrind --tool=callgrind --toggle-collect='cursor_cost::pop_front' \
+//!     target/release/examples/cursor_cost popfront 100000
+//! ```
+//!
+//! Both load `n` keys (16-byte decimal keys, 100-byte values) in random order
+//! first, as the harness's untimed fillrandom does. `retain` walks every key in
+//! one write transaction and deletes about half of them through the cursor;
+//! `popfront` deletes the first key `n` times, 1,000 per transaction.
+//! Divide the collected instructions by `n`.
+
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use sarsen::{Database, Durability, Env, EnvOptions, Result};
+
+fn key(i: u64) -> [u8; 16] {
+    let mut k = [b'0'; 16];
+    let mut x = i;
+    for b in k.iter_mut().rev() {
+        *b = b'0' + (x % 10) as u8;
+        x /= 10;
+    }
+    k
+}
+
+fn load(env: &Env, db: Database, n: u64) -> Result<()> {
+    let mut order: Vec<u64> = (0..n).collect();
+    order.shuffle(&mut SmallRng::seed_from_u64(301));
+    for chunk in order.chunks(1000) {
+        let mut w = env.write_txn()?;
+        for &i in chunk {
+            w.put(db, &key(i), &[i as u8; 100])?;
+        }
+        w.commit()?;
+    }
+    Ok(())
+}
+
+/// Deletes every key whose hash is odd (about half); returns the deletes.
+#[inline(never)]
+fn retain(env: &Env, db: Database) -> Result<u64> {
+    let mut w = env.write_txn()?;
+    let mut gone = 0;
+    {
+        let mut c = w.cursor_mut(db)?;
+        while let Some((k, _)) = c.next()? {
+            let h = k.iter().fold(0u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+            if (h >> 7) & 1 == 1 {
+                c.delete_current()?;
+                gone += 1;
+            }
+        }
+    }
+    w.commit()?;
+    Ok(gone)
+}
+
+/// Deletes the first key `n` times, 1,000 per transaction.
+#[inline(never)]
+fn pop_front(env: &Env, db: Database, n: u64) -> Result<u64> {
+    let mut gone = 0;
+    while gone < n {
+        let mut w = env.write_txn()?;
+        {
+            let mut c = w.cursor_mut(db)?;
+            let end = (gone + 1000).min(n);
+            while gone < end && c.first()?.is_some() {
+                c.delete_current()?;
+                gone += 1;
+            }
+        }
+        w.commit()?;
+    }
+    Ok(gone)
+}
+
+fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let mode = args.next().unwrap_or_else(|| "retain".into());
+    let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let dir = tempfile::tempdir()?;
+    // SAFETY: the directory is this process's own; nothing else maps it.
+    let env = unsafe {
+        EnvOptions::new()
+            .durability(Durability::NoSync)
+            .write_map(true)
+            .max_size(1 << 30)
+            .open(dir.path())?
+    };
+    let db = env.main_db();
+    load(&env, db, n)?;
+    let gone = match mode.as_str() {
+        "retain" => retain(&env, db)?,
+        "popfront" => pop_front(&env, db, n)?,
+        other => {
+            eprintln!("unknown mode {other}: retain or popfront");
+            std::process::exit(2);
+        }
+    };
+    println!("{mode}: {gone} deleted of {n}");
+    Ok(())
+}
