@@ -119,11 +119,9 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
         (self.pos == Pos::At && self.depth > 0).then(|| self.stack[self.depth - 1])
     }
 
-    /// Whether page `pgno` is on the cursor's path from the root.
-    pub(crate) fn on_path(&self, pgno: Pgno) -> bool {
-        self.stack[..self.depth]
-            .iter()
-            .any(|(p, _)| p.pgno() == pgno)
+    /// The page numbers on the cursor's path from the root.
+    pub(crate) fn path_pgnos(&self) -> impl Iterator<Item = Pgno> + '_ {
+        self.stack[..self.depth].iter().map(|(p, _)| p.pgno())
     }
 
     /// Moves to index `i` of the current leaf (which the caller checked).

@@ -601,7 +601,9 @@ fn guard_read_only(path: &Path) -> Result<Option<File>> {
         });
     }
     // Writers elsewhere wait for this reader to close (a read lock needs
-    // only read access): every writer's first write takes an owner byte.
+    // only read access): every writer's first write takes an owner byte,
+    // and writers of lock-file format 2 take byte 0 for each transaction.
+    ofd_lock(fd, 0, libc::F_RDLCK, true)?;
     ofd_lock_range(
         fd,
         super::writer_lock::OWNER_BASE,

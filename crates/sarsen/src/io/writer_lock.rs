@@ -50,10 +50,11 @@ const POLL_MAX: Duration = Duration::from_millis(50);
 
 impl LockFile {
     /// This environment's owner id, taken (with its OFD lock) at the first
-    /// call. Waits while a reader on a read-only mount holds the owner
-    /// bytes. Called with the environment's writer mutex held, so one
-    /// thread at a time.
-    fn owner_id(&self) -> Result<u32> {
+    /// call. With `wait`, waits while a reader on a read-only mount holds
+    /// the owner bytes (or byte 0, as readers of lock-file format 2 do);
+    /// without, gives `Busy` then. Called with the environment's writer
+    /// mutex held, so one thread at a time.
+    fn owner_id(&self, wait: bool) -> Result<u32> {
         let k = self.owner.load(Ordering::Relaxed);
         if k != 0 {
             return Ok(k);
@@ -61,18 +62,24 @@ impl LockFile {
         let Some(f) = &self.file else {
             return Err(Error::ReadOnly);
         };
+        let fd = f.as_raw_fd();
+        // A read-only-mount reader of format 2 holds a shared lock on byte
+        // 0 (that format's writer lock) and refuses to open once a writer
+        // of any format has the environment open: waiting for byte 0 once,
+        // here, is enough to keep from writing under it.
+        if !ofd_lock(fd, 0, libc::F_WRLCK, wait)? {
+            return Err(Error::Busy);
+        }
+        ofd_lock(fd, 0, libc::F_UNLCK, false)?;
         let counter = self.word(OWNER_COUNTER);
         // An id whose byte someone holds is in use (the counter wrapped, or
-        // the lock file was damaged): try the next ones, then wait for one.
+        // the lock file was damaged), or a read-only-mount reader holds
+        // them all: try the next ones, then wait for one.
         for attempt in 0..8 {
             let n = counter.fetch_add(1, Ordering::Relaxed);
             let k = (n % u64::from(OWNER_MAX)) as u32 + 1;
-            if ofd_lock(
-                f.as_raw_fd(),
-                OWNER_BASE + i64::from(k),
-                libc::F_WRLCK,
-                attempt == 7,
-            )? {
+            let last = attempt == 7 && wait;
+            if ofd_lock(fd, OWNER_BASE + i64::from(k), libc::F_WRLCK, last)? {
                 self.owner.store(k, Ordering::Relaxed);
                 return Ok(k);
             }
@@ -128,7 +135,7 @@ impl LockFile {
     /// Takes the cross-process writer lock, waiting for it. The caller
     /// holds the environment's writer mutex.
     pub(crate) fn lock_writer(&self) -> Result<()> {
-        let k = self.owner_id()?;
+        let k = self.owner_id(true)?;
         let w = self.writer_word();
         let mut sleep = Duration::from_micros(200);
         loop {
@@ -154,7 +161,7 @@ impl LockFile {
         if self.file.is_none() {
             return Ok(false);
         }
-        let k = match self.owner_id() {
+        let k = match self.owner_id(false) {
             Ok(k) => k,
             Err(Error::Busy) => return Ok(false),
             Err(e) => return Err(e),

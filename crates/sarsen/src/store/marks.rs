@@ -26,6 +26,7 @@ impl Pager {
             next_pgno: self.next_pgno,
             freed: self.freed.len(),
             reclaimed: self.reclaimed.clone(),
+            kept_run: self.kept_run,
             claims: self.claims.len(),
             pages: FxHashMap::default(),
         };
@@ -70,6 +71,7 @@ impl Pager {
         debug_assert!(self.freed.len() >= m.freed, "freed shrank in a child");
         self.freed.truncate(m.freed);
         self.reclaimed = m.reclaimed;
+        self.kept_run = m.kept_run;
         // The pages the child took from the GC are back in its records,
         // and the pages it freed are back in the trees.
         self.claims.truncate(m.claims);

@@ -78,6 +78,8 @@ pub(crate) struct Mark {
     /// Length of `freed` (only appended to between commits).
     pub(super) freed: usize,
     pub(super) reclaimed: Vec<Pgno>,
+    /// The kept run at the front of `reclaimed` (see [`Pager::kept_run`]).
+    pub(super) kept_run: usize,
     /// Number of pages claimed.
     pub(super) claims: usize,
     /// Pages this nested transaction has changed: `Some(bytes)` for a page
@@ -174,21 +176,19 @@ impl Pager {
     /// that the room check counted on). Any earlier kept run is released.
     pub(crate) fn keep_run(&mut self, run: usize) {
         self.kept_run = 0;
-        if run <= 1 || !has_run(&mut self.reclaimed, run) {
+        if run <= 1 {
             return;
         }
-        // `has_run` sorted the list descending: a run sits at i .. i+run.
-        if let Some(i) = self.reclaimed.windows(run).position(is_run) {
-            let pages: Vec<Pgno> = self.reclaimed.drain(i..i + run).collect();
-            self.reclaimed.splice(0..0, pages);
+        if let Some(lo) = take_run(&mut self.reclaimed, run) {
+            self.reclaimed.splice(0..0, lo..lo + run as Pgno);
             self.kept_run = run;
         }
     }
 
     /// Whether the reclaimed pages hold a run of `run` consecutive pages
     /// (always, for `run <= 1`).
-    pub(crate) fn has_run(&mut self, run: usize) -> bool {
-        run <= 1 || has_run(&mut self.reclaimed, run)
+    pub(crate) fn has_run(&self, run: usize) -> bool {
+        run <= 1 || has_run(&self.reclaimed, run)
     }
 
     /// Puts back dirty page `pgno`, taken with [`Pager::take_dirty`].
@@ -316,10 +316,10 @@ impl Pager {
     }
 
     /// Allocates `n` contiguous page numbers: from the reclaimed free pages,
-    /// else from the end of the file. GC records are loaded only by
-    /// [`PageStore::reserve`](super::PageStore::reserve), before an operation changes anything, so that an
-    /// allocation in the middle of one never spends the pages reserved for
-    /// it on deleting a GC record.
+    /// else from the end of the file. The pager loads no GC record: its
+    /// store does, in [`PageStore::reserve`](super::PageStore::reserve) and
+    /// before a one-page allocation finds no reclaimed page (loading only
+    /// reads the GC tree, so it may happen in the middle of an operation).
     #[inline]
     pub(crate) fn alloc(&mut self, n: usize) -> Result<Pgno> {
         if n == 1 {
@@ -508,26 +508,32 @@ fn is_run(w: &[Pgno]) -> bool {
     w.windows(2).all(|p| p[0].checked_sub(1) == Some(p[1]))
 }
 
-/// Whether `list` holds `n` consecutive page numbers (sorts it).
-pub(crate) fn has_run(list: &mut [Pgno], n: usize) -> bool {
-    if list.len() < n {
-        return false;
-    }
-    list.sort_unstable_by(|a, b| b.cmp(a));
-    list.windows(n).any(is_run)
-}
-
-/// Removes a run of `n` consecutive page numbers from `list`, if it holds
-/// one, and returns its first page.
-fn take_run(list: &mut Vec<Pgno>, n: usize) -> Option<Pgno> {
+/// The first page of a run of `n` consecutive page numbers in `list`, if
+/// it holds one. Searched in a sorted copy: the order of `list` is the
+/// allocation order (and, at commit, which GC record each page is written
+/// back under), which sorting it would scramble.
+fn find_run(list: &[Pgno], n: usize) -> Option<Pgno> {
     if list.len() < n {
         return None;
     }
-    list.sort_unstable_by(|a, b| b.cmp(a));
+    let mut sorted = list.to_vec();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
     // Descending order: a run p, p+1, .., p+n-1 sits at i+n-1 .. i.
-    let i = list.windows(n).position(is_run)?;
-    let lo = list[i + n - 1];
-    list.drain(i..i + n);
+    let i = sorted.windows(n).position(is_run)?;
+    Some(sorted[i + n - 1])
+}
+
+/// Whether `list` holds `n` consecutive page numbers.
+pub(crate) fn has_run(list: &[Pgno], n: usize) -> bool {
+    find_run(list, n).is_some()
+}
+
+/// Removes a run of `n` consecutive page numbers from `list`, if it holds
+/// one, and returns its first page; the other pages keep their order.
+fn take_run(list: &mut Vec<Pgno>, n: usize) -> Option<Pgno> {
+    let lo = find_run(list, n)?;
+    let end = lo + n as Pgno;
+    list.retain(|&p| p < lo || p >= end);
     Some(lo)
 }
 

@@ -31,8 +31,10 @@ pub(crate) fn key_txnid(k: &[u8]) -> Option<u64> {
     (k.len() == 12).then(|| u64::from_be_bytes(k[..8].try_into().unwrap_or_default()))
 }
 
-/// Pages listed in GC records of commits after `txnid`: those a reader of
-/// snapshot `txnid` keeps from reuse.
+/// Pages listed in GC records of commits after `txnid`: about those a
+/// reader of snapshot `txnid` keeps from reuse (a lower bound: commit
+/// writes the pages a transaction left unused back under the older keys
+/// they were loaded from, see [`save`]).
 pub(crate) fn pages_after(s: &WriteStore, txnid: u64) -> Result<u64> {
     let mut c = RawCursor::new(s.pager.view(), s.gc, Order::Bytewise);
     let mut n = 0;
@@ -118,16 +120,23 @@ pub(crate) fn load_record(w: &mut WriteStore) -> Result<bool> {
                     "GC names a page outside the file",
                 ));
             }
-            // A page on the path to the record is one commit copies when it
-            // rewrites or deletes the record: handed out before, it would be
-            // overwritten while the GC tree still reads it.
-            if c.on_path(p) {
-                return Err(Error::corrupted(
-                    u64::from(p),
-                    "GC lists a page of its own tree",
-                ));
-            }
             pages.push(p);
+        }
+        // A page on the path to a loaded record, or to the right edge
+        // where commit adds records, is one commit copies when it rewrites
+        // the GC: handed out before, it would be overwritten while the GC
+        // tree still reads it.
+        if w.gc_paths.is_empty() {
+            let mut edge = RawCursor::new(w.pager.view(), w.gc, Order::Bytewise);
+            edge.last()?;
+            w.gc_paths.extend(edge.path_pgnos());
+        }
+        w.gc_paths.extend(c.path_pgnos());
+        if let Some(&p) = pages.iter().find(|p| w.gc_paths.contains(p)) {
+            return Err(Error::corrupted(
+                u64::from(p),
+                "GC lists a page of its own tree",
+            ));
         }
         (k, pages)
     };

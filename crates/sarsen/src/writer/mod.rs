@@ -68,6 +68,9 @@ pub(crate) struct WriteStore {
     /// until the transaction ends or a nested one is rolled back (the GC
     /// tree gains no reusable record while a transaction runs).
     pub gc_exhausted: bool,
+    /// The GC tree's pages on the paths to the records loaded and to its
+    /// right edge: no record may hand one out (`gc::load_record`).
+    pub gc_paths: rustc_hash::FxHashSet<Pgno>,
 }
 
 impl WriteStore {
@@ -212,6 +215,7 @@ impl TxnState {
                 committing: false,
                 loaded: Vec::new(),
                 gc_exhausted: false,
+                gc_paths: rustc_hash::FxHashSet::default(),
             },
             tree: TreeState::default(),
             catalog: DbRecord::default(),
@@ -261,6 +265,7 @@ impl TxnState {
         self.store.committing = false;
         self.store.loaded.clear();
         self.store.gc_exhausted = false;
+        self.store.gc_paths.clear();
         self.tree.append = None;
         self.dbs.clear();
         self.main_changed = false;
