@@ -314,3 +314,72 @@ fn unsynced_small_commits_reuse_pages_freed_before_the_last_sync() {
         m.check_full(&env, db, "after the small commits");
     }
 }
+
+/// One-put commits while readers hold one of the last few snapshots (so
+/// each writer's reuse bound is one to three commits back, as beside a
+/// busy reader thread) reuse the pages freed before, and do not grow the
+/// file: records that commits used up and wrote empty must not stop the
+/// search for reusable pages.
+#[test]
+fn small_commits_behind_a_lagging_reader_reuse_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = unsafe {
+        sarsen::EnvOptions::new()
+            .durability(Durability::NoSync)
+            .page_size(4096)
+            .open(dir.path())
+    }
+    .unwrap();
+    let db = env.main_db();
+    let mut m = Model {
+        ver: vec![None; 20_000],
+    };
+    let all: Vec<u32> = (0..20_000).collect();
+    let mut w = env.write_txn().unwrap();
+    put_batch(&mut w, db, &mut m, &all, 0, 0);
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    for i in (0..20_000u32).filter(|i| i % 4 != 0) {
+        assert!(w.delete(db, &key(i)).unwrap());
+        m.ver[i as usize] = None;
+    }
+    w.commit().unwrap();
+    let before = env.info().unwrap();
+    let commits = 3000u32;
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut held = std::collections::VecDeque::new();
+    for r in 1..=commits {
+        // Readers of the last one to three snapshots, as a busy reader
+        // thread leaves them: the bound moves back and forth.
+        held.push_back(env.read_txn().unwrap());
+        while held.len() > rng.random_range(1..=3) {
+            held.pop_front();
+        }
+        let mut w = env.write_txn().unwrap();
+        put_batch(
+            &mut w,
+            db,
+            &mut m,
+            &[4 * rng.random_range(0..5_000u32)],
+            r,
+            1,
+        );
+        w.commit().unwrap();
+    }
+    drop(held);
+    let after = env.info().unwrap();
+    assert!(
+        before.gc_pages > 300,
+        "the delete freed only {} pages",
+        before.gc_pages
+    );
+    // A few pages per commit from the end of the file would be thousands.
+    assert!(
+        after.next_pgno <= before.next_pgno + u64::from(commits) / 30,
+        "the file grew from {} to {} pages while {} were free",
+        before.next_pgno,
+        after.next_pgno,
+        before.gc_pages
+    );
+    m.check_full(&env, db, "after the small commits");
+}

@@ -74,15 +74,15 @@ pub(crate) struct WriteStore {
 }
 
 impl WriteStore {
-    /// Before a one-page allocation: loads a GC record if no reclaimed page
-    /// is left. Loading only reads the GC tree, so it may happen in the
-    /// middle of an operation on another tree; not while commit saves the
-    /// GC (`committing`), whose tree is then half changed.
+    /// Before a one-page allocation: loads GC records while no reclaimed
+    /// page is left and one is (an empty record yields none: commit writes
+    /// a record it used up empty, and deletes it once loaded again).
+    /// Loading only reads the GC tree, so it may happen in the middle of an
+    /// operation on another tree; not while commit saves the GC
+    /// (`committing`), whose tree is then half changed.
     #[inline]
     fn refill(&mut self) -> Result<()> {
-        if self.short() {
-            gc::load_record(self)?;
-        }
+        while self.short() && gc::load_record(self)? {}
         Ok(())
     }
 
@@ -136,7 +136,7 @@ impl PageStore for WriteStore {
         // The cheap test first: most touches find reclaimed pages (or a
         // dirty page, which needs none).
         if self.short() && !self.pager.is_dirty(pgno) {
-            gc::load_record(self)?;
+            self.refill()?;
         }
         self.pager.touch(pgno)
     }
