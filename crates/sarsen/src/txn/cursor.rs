@@ -3,40 +3,26 @@
 //! without `MDB_CURRENT`, `mdb_cursor_del`, with `MDB_NODUPDATA`), and
 //! merges at the current key (the cursor-level form of RocksDB's merge).
 //!
-//! Without DUPSORT the cursor keeps its place (`place.rs`): the path it
-//! stands at, current while nothing but the cursor's own deletes and value
-//! replacements that stay in one leaf changed the tree, so a step, and a
-//! step after such a write, reads one leaf and searches nothing. Any other
-//! change (a split or merge, a write elsewhere) makes it find its pair
-//! again by its key, a descent, as it does in a DUPSORT database for every
-//! move. Returned slices borrow the cursor, so none is held across a write.
+//! The cursor remembers the pair it stands on and finds it again for each
+//! move, so a write never leaves it pointing into a rewritten page: a move
+//! costs one descent more than a read cursor's, and returned slices borrow
+//! the cursor, so none is held across a write.
 
-use super::catalog::{check_key, check_sizes};
-use super::place::{self, Landing, Place};
 use super::write::RwTxn;
 use crate::cursor::{Cursor, Entry};
 use crate::db::Database;
 use crate::error::{Error, Result};
-use crate::order::Order;
-use crate::page::DbRecord;
 
 /// Where a write cursor stands.
 #[derive(Clone, Debug)]
 enum At {
     /// Not positioned: `next` goes to the first pair, `prev` to the last.
     Unset,
-    /// On this key and value, found again by a seek for each move.
+    /// On this key and value.
     On(Vec<u8>, Vec<u8>),
     /// Where this pair was before `delete_current` removed it: `next`
     /// returns the pair after it, `prev` the pair before (LMDB's `C_DEL`).
     Deleted(Vec<u8>, Vec<u8>),
-    /// Without DUPSORT: on the pair at this place, whose key is
-    /// `RwCursor::key`.
-    Here(Place),
-    /// Without DUPSORT: after `delete_current` removed the pair at this
-    /// place, whose key was `RwCursor::key`; the leaf index names the pair
-    /// that followed it (`C_DEL` again).
-    Gone(Place),
     /// Past the last pair.
     PastEnd,
     /// Before the first pair.
@@ -75,10 +61,6 @@ pub struct RwCursor<'t, 'env> {
     db: Database,
     dups: bool,
     at: At,
-    /// The key under a `Here` or `Gone` place, to find it again by.
-    key: Vec<u8>,
-    /// The tree's record and key order as of a change count.
-    view: Option<(u64, DbRecord, Order<'env>)>,
 }
 
 impl<'t, 'env> RwCursor<'t, 'env> {
@@ -89,113 +71,24 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             db,
             dups,
             at: At::Unset,
-            key: Vec::new(),
-            view: None,
         })
     }
 
-    /// The transaction's count of tree changes.
-    fn changes(&self) -> u64 {
-        self.txn.w.tree.changes
-    }
-
-    /// The current place and whether the cursor stands on its pair (`Here`),
-    /// if it has one that is still current.
-    fn place(&self) -> Option<(Place, bool)> {
-        let (pl, on) = match &self.at {
-            At::Here(pl) => (*pl, true),
-            At::Gone(pl) => (*pl, false),
-            _ => return None,
-        };
-        (pl.gen == self.changes()).then_some((pl, on))
-    }
-
-    /// Turns a place into the pair it names, to be found again by its key.
-    fn unplace(&mut self) {
-        match &self.at {
-            At::Here(_) => self.at = At::On(self.key.clone(), Vec::new()),
-            At::Gone(_) => self.at = At::Deleted(self.key.clone(), Vec::new()),
-            _ => {}
-        }
-    }
-
-    /// Forgets a place that is no longer current (another change came
-    /// after the cursor's last one).
-    fn settle(&mut self) {
-        if matches!(self.at, At::Here(_) | At::Gone(_)) && self.place().is_none() {
-            self.unplace();
-        }
-    }
-
-    /// The tree's record and key order, looked up again after a change
-    /// that was not the cursor's own.
-    fn view(&mut self) -> Result<(DbRecord, Order<'env>)> {
-        let n = self.changes();
-        match self.view {
-            Some((g, rec, ord)) if g == n => Ok((rec, ord)),
-            _ => {
-                let (rec, ord) = self.txn.tree_ord(self.db)?;
-                self.view = Some((n, rec, ord));
-                Ok((rec, ord))
-            }
-        }
-    }
-
-    /// After a change of the cursor's own that left the tree `rec`: the
-    /// saved view and `path` are current again.
-    fn placed(&mut self, rec: DbRecord, path: crate::btree::Path, on: bool) {
-        let gen = self.changes();
-        if let Some(v) = &mut self.view {
-            *v = (gen, rec, v.2);
-        }
-        let pl = Place { path, gen };
-        self.at = if on { At::Here(pl) } else { At::Gone(pl) };
-    }
-
-    /// One step from a current place (`place`).
-    fn step(&mut self, (pl, on): (Place, bool), fwd: bool) -> Result<Option<Entry<'_>>> {
-        let (rec, ord) = self.view()?;
-        let gen = self.changes();
-        let src = self.txn.src();
-        let (e, landing) = place::step(src, rec, ord, pl.path, on, fwd)?;
-        self.at = match landing {
-            Landing::At(path) => At::Here(Place { path, gen }),
-            Landing::PastEnd => At::PastEnd,
-            Landing::BeforeStart => At::BeforeStart,
-        };
-        if let Some((k, _)) = e {
-            self.key.clear();
-            self.key.extend_from_slice(k);
-        }
-        Ok(e)
-    }
-
-    /// Runs `op` on a read cursor, placed on the current pair first when
-    /// `from_here`, and takes the place where the read cursor ends up (a
-    /// failed `seek_exact` stands on the next key, a failed `next_dup`
-    /// where it was, as with [`Cursor`]); returns the pair `op` found.
+    /// Runs `op` on a read cursor placed on the current pair and takes
+    /// the place where the read cursor ends up (a failed `seek_exact`
+    /// stands on the next key, a failed `next_dup` where it was, as with
+    /// [`Cursor`]); returns the pair `op` found.
     fn go(
         &mut self,
-        from_here: bool,
         op: impl for<'c> FnOnce(&mut Cursor<'c>, &At) -> Result<Option<Entry<'c>>>,
     ) -> Result<Option<Entry<'_>>> {
-        self.settle();
-        if from_here {
-            self.unplace();
-        }
-        let gen = self.changes();
         let (next, found) = {
             let mut c = self.txn.cursor(self.db)?;
-            if let (true, At::On(k, v)) = (from_here, &self.at) {
+            if let At::On(k, v) = &self.at {
                 seek_pair(&mut c, k, v, self.dups)?;
             }
             let found = op(&mut c, &self.at)?.is_some();
             let next = match c.current()? {
-                Some((k, _)) if !self.dups && c.raw().path().is_some() => {
-                    self.key.clear();
-                    self.key.extend_from_slice(k);
-                    c.raw().path().map(|path| At::Here(Place { path, gen }))
-                }
                 Some((k, v)) => Some(At::On(k.to_vec(), v.to_vec())),
                 None if c.is_past_end() => Some(At::PastEnd),
                 None if c.is_before_start() => Some(At::BeforeStart),
@@ -207,33 +100,20 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         if let Some(at) = next {
             self.at = at;
         }
-        if !found {
-            return Ok(None);
-        }
-        self.entry()
+        Ok(if found { self.entry() } else { None })
     }
 
-    fn entry(&self) -> Result<Option<Entry<'_>>> {
+    fn entry(&self) -> Option<Entry<'_>> {
         match &self.at {
-            At::On(k, v) => Ok(Some((k, v))),
-            At::Here(pl) if pl.gen == self.changes() => place::entry_at(self.txn.src(), &pl.path),
-            // A place made stale by a failed write: the pair, if it is
-            // still there.
-            At::Here(_) => {
-                let mut c = self.txn.cursor(self.db)?;
-                Ok(c.seek(&self.key)?
-                    .filter(|(k, _)| *k == self.key.as_slice()))
-            }
-            _ => Ok(None),
+            At::On(k, v) => Some((k, v)),
+            _ => None,
         }
     }
 
     /// The pair under the cursor, `None` when unpositioned, past an end
     /// or after `delete_current`. `MDB_GET_CURRENT`.
     pub fn current(&self) -> Option<Entry<'_>> {
-        // The move that got here parsed the same bytes, unchanged since
-        // (writes need `&mut self`), so this read does not fail.
-        self.entry().ok().flatten()
+        self.entry()
     }
 
     /// Moves to the first pair. `MDB_FIRST`.
@@ -244,17 +124,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn first(&mut self) -> Result<Option<Entry<'_>>> {
-        // A place on the left edge (every branch index 0) is in the first
-        // leaf: its first pair is the first (a queue popped from the front).
-        if let Some((mut pl, _)) = self.place() {
-            let n = pl.path.len;
-            if pl.path.steps[..n - 1].iter().all(|s| s.idx() == 0) {
-                pl.path.steps[n - 1].set_idx(0);
-                // As after a delete of a pair before index 0: a forward step lands there.
-                return self.step((pl, false), true);
-            }
-        }
-        self.go(false, |c, _| c.first())
+        self.go(|c, _| c.first())
     }
 
     /// Moves to the last pair. `MDB_LAST`.
@@ -265,7 +135,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn last(&mut self) -> Result<Option<Entry<'_>>> {
-        self.go(false, |c, _| c.last())
+        self.go(|c, _| c.last())
     }
 
     /// Moves to the next pair (after `delete_current`, to the pair that
@@ -278,16 +148,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// where it was.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Entry<'_>>> {
-        if let Some(pl) = self.place() {
-            return self.step(pl, true);
-        }
         let dups = self.dups;
-        self.go(true, move |c, at| match at {
+        self.go(move |c, at| match at {
             At::On(..) => c.next(),
             At::Unset | At::BeforeStart => c.first(),
             At::PastEnd => Ok(None),
             At::Deleted(k, v) => seek_pair(c, k, v, dups),
-            At::Here(_) | At::Gone(_) => unreachable_place(),
         })
     }
 
@@ -299,11 +165,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn prev(&mut self) -> Result<Option<Entry<'_>>> {
-        if let Some(pl) = self.place() {
-            return self.step(pl, false);
-        }
         let dups = self.dups;
-        self.go(true, move |c, at| match at {
+        self.go(move |c, at| match at {
             At::On(..) => c.prev(),
             At::Unset | At::PastEnd => c.last(),
             At::BeforeStart => Ok(None),
@@ -311,7 +174,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 Some(_) => c.prev(),
                 None => c.last(),
             },
-            At::Here(_) | At::Gone(_) => unreachable_place(),
         })
     }
 
@@ -323,7 +185,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn seek(&mut self, key: &[u8]) -> Result<Option<Entry<'_>>> {
-        self.go(false, |c, _| c.seek(key))
+        self.go(|c, _| c.seek(key))
     }
 
     /// Moves to `key` (its first value); `None` if absent. `MDB_SET_KEY`.
@@ -334,7 +196,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn seek_exact(&mut self, key: &[u8]) -> Result<Option<Entry<'_>>> {
-        self.go(false, |c, _| match c.seek(key)? {
+        self.go(|c, _| match c.seek(key)? {
             Some((k, v)) if k == key => Ok(Some((k, v))),
             _ => Ok(None),
         })
@@ -348,7 +210,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn next_dup(&mut self) -> Result<Option<Entry<'_>>> {
-        self.go(true, |c, _| c.next_dup())
+        self.go(|c, _| c.next_dup())
     }
 
     /// [`Cursor::prev_dup`] (`MDB_PREV_DUP`); `None` leaves the cursor.
@@ -359,7 +221,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn prev_dup(&mut self) -> Result<Option<Entry<'_>>> {
-        self.go(true, |c, _| c.prev_dup())
+        self.go(|c, _| c.prev_dup())
     }
 
     /// [`Cursor::next_nodup`] (`MDB_NEXT_NODUP`): past the end, nothing;
@@ -371,10 +233,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn next_nodup(&mut self) -> Result<Option<Entry<'_>>> {
-        if !self.dups {
-            return self.next();
-        }
-        self.go(true, |c, at| match at {
+        self.go(|c, at| match at {
             At::On(..) => c.next_nodup(),
             At::Unset | At::BeforeStart => c.first(),
             At::PastEnd => Ok(None),
@@ -382,7 +241,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 Some((ck, _)) if ck == k.as_slice() => c.next_nodup(),
                 e => Ok(e),
             },
-            At::Here(_) | At::Gone(_) => unreachable_place(),
         })
     }
 
@@ -395,10 +253,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn prev_nodup(&mut self) -> Result<Option<Entry<'_>>> {
-        if !self.dups {
-            return self.prev();
-        }
-        self.go(true, |c, at| match at {
+        self.go(|c, at| match at {
             At::On(..) => c.prev_nodup(),
             At::Unset | At::PastEnd => c.last(),
             At::BeforeStart => Ok(None),
@@ -406,7 +261,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 Some(_) => c.prev_nodup(),
                 None => c.last(),
             },
-            At::Here(_) | At::Gone(_) => unreachable_place(),
         })
     }
 
@@ -416,7 +270,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     ///
     /// [`Error::WrongDupMode`] without DUPSORT; those of the other moves.
     pub fn seek_both(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Entry<'_>>> {
-        self.go(false, |c, _| c.seek_both(key, value))
+        self.go(|c, _| c.seek_both(key, value))
     }
 
     /// [`Cursor::seek_both_range`] (`MDB_GET_BOTH_RANGE`).
@@ -425,7 +279,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     ///
     /// As [`seek_both`](RwCursor::seek_both).
     pub fn seek_both_range(&mut self, key: &[u8], value: &[u8]) -> Result<Option<Entry<'_>>> {
-        self.go(false, |c, _| c.seek_both_range(key, value))
+        self.go(|c, _| c.seek_both_range(key, value))
     }
 
     /// [`Cursor::dup_count`] (`mdb_cursor_count`).
@@ -435,25 +289,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// Those of [`RwTxn::cursor`] and of finding the current pair again
     /// ([`Error::Corrupted`] for a damaged page).
     pub fn dup_count(&self) -> Result<u64> {
-        let (k, v): (&[u8], &[u8]) = match &self.at {
-            At::On(k, v) => (k, v),
-            At::Here(_) => (&self.key, &[]),
-            _ => return Ok(0),
+        let At::On(k, v) = &self.at else {
+            return Ok(0);
         };
         let mut c = self.txn.cursor(self.db)?;
         seek_pair(&mut c, k, v, self.dups)?;
         c.dup_count()
-    }
-
-    /// The key under the cursor, `what`'s error when it is on no pair.
-    fn current_key(&self, what: &str) -> Result<Vec<u8>> {
-        match &self.at {
-            At::On(k, _) => Ok(k.clone()),
-            At::Here(_) => Ok(self.key.clone()),
-            _ => Err(Error::InvalidArgument(format!(
-                "{what}: the cursor is on no pair"
-            ))),
-        }
     }
 
     /// Puts `key` with `value` as [`RwTxn::put`] does (in a DUPSORT
@@ -463,11 +304,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     ///
     /// Those of [`RwTxn::put`]; the cursor stays where it was.
     pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.settle();
-        if let Err(e) = self.txn.put(self.db, key, value) {
-            self.unplace();
-            return Err(e);
-        }
+        self.txn.put(self.db, key, value)?;
         self.at = At::On(key.to_vec(), value.to_vec());
         Ok(())
     }
@@ -486,10 +323,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// both pairs in the database (and the cursor on the old one), even
     /// when it leaves the transaction usable.
     pub fn put_current(&mut self, value: &[u8]) -> Result<()> {
-        self.settle();
-        if let Some((pl, true)) = self.place() {
-            return self.put_here(pl, value);
-        }
         let At::On(k, old) = &self.at else {
             return Err(Error::InvalidArgument(
                 "put_current: the cursor is on no pair".into(),
@@ -504,29 +337,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         Ok(())
     }
 
-    /// `put_current` at a current place: the value is replaced through the
-    /// saved path, which stays current unless the leaf split.
-    fn put_here(&mut self, pl: Place, value: &[u8]) -> Result<()> {
-        let mut path = pl.path;
-        let key = &self.key;
-        let r = check_sizes(self.txn.env, key, value).and_then(|()| {
-            self.txn.change(self.db, |t, _| {
-                check_key(t.ord, key)?;
-                let stayed = t.put_at_path(&mut path, key, value)?;
-                Ok((stayed, *t.rec))
-            })
-        });
-        match r {
-            Ok((true, rec)) => self.placed(rec, path, true),
-            Ok((false, _)) => self.at = At::On(self.key.clone(), value.to_vec()),
-            Err(e) => {
-                self.unplace();
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
     /// Deletes the pair under the cursor (`mdb_cursor_del`); `next` then
     /// returns the pair that followed it and `prev` the one before.
     ///
@@ -536,10 +346,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// [`RwTxn::delete`] (in a DUPSORT database, of [`RwTxn::delete_dup`]);
     /// [`Error::Corrupted`] if the pair is no longer there.
     pub fn delete_current(&mut self) -> Result<()> {
-        self.settle();
-        if let Some((pl, true)) = self.place() {
-            return self.delete_here(pl);
-        }
         let At::On(k, v) = &self.at else {
             return Err(Error::InvalidArgument(
                 "delete_current: the cursor is on no pair".into(),
@@ -560,26 +366,6 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         Ok(())
     }
 
-    /// `delete_current` at a current place: the node goes through the saved
-    /// path, which stays current, its index now on the next pair, unless
-    /// pages were merged or freed.
-    fn delete_here(&mut self, pl: Place) -> Result<()> {
-        let mut path = pl.path;
-        let r = self.txn.change(self.db, |t, _| {
-            let stayed = t.delete_at(&mut path)?;
-            Ok((stayed, *t.rec))
-        });
-        match r {
-            Ok((true, rec)) => self.placed(rec, path, false),
-            Ok((false, _)) => self.at = At::Deleted(self.key.clone(), Vec::new()),
-            Err(e) => {
-                self.unplace();
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
     /// Deletes the current key with all its values (`mdb_cursor_del` with
     /// `MDB_NODUPDATA`); without DUPSORT, as [`delete_current`](Self::delete_current).
     ///
@@ -588,15 +374,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// [`Error::InvalidArgument`] when the cursor is on no pair; those of
     /// [`RwTxn::delete`].
     pub fn delete_current_key(&mut self) -> Result<()> {
-        self.settle();
-        if !self.dups {
-            if let Some((pl, true)) = self.place() {
-                return self.delete_here(pl);
-            }
-        }
-        let k = self.current_key("delete_current_key")?;
-        self.txn.delete(self.db, &k)?;
-        self.unplace();
+        let At::On(k, _) = &self.at else {
+            return Err(Error::InvalidArgument(
+                "delete_current_key: the cursor is on no pair".into(),
+            ));
+        };
+        self.txn.delete(self.db, k)?;
         self.deleted();
         Ok(())
     }
@@ -617,24 +400,17 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// [`RwTxn::merge`], leaving the value as it was; those of
     /// [`RwTxn::get`] for reading the result back.
     pub fn merge_current(&mut self, operand: &[u8]) -> Result<()> {
-        self.settle();
-        let k = self.current_key("merge_current")?;
-        if let Err(e) = self.txn.merge(self.db, &k, operand) {
-            self.unplace();
-            return Err(e);
-        }
+        let At::On(k, _) = &self.at else {
+            return Err(Error::InvalidArgument(
+                "merge_current: the cursor is on no pair".into(),
+            ));
+        };
+        let k = k.clone();
+        self.txn.merge(self.db, &k, operand)?;
         let v = self.txn.get(self.db, &k)?.unwrap_or_default().to_vec();
         self.at = At::On(k, v);
         Ok(())
     }
-}
-
-/// The moves that read `At` never see a place: a current one steps without
-/// a read cursor, and `go` turns any other into a pair first.
-fn unreachable_place() -> Result<Option<Entry<'static>>> {
-    Err(Error::InvalidArgument(
-        "write cursor: a saved place reached a seek".into(),
-    ))
 }
 
 /// Moves `c` to the first pair `>= (k, v)` (by key, then, in a DUPSORT

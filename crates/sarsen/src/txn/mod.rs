@@ -11,7 +11,6 @@ mod dup;
 mod info;
 mod modes;
 mod nested;
-mod place;
 mod read;
 mod slow;
 mod write;
