@@ -241,6 +241,27 @@ fn held_reader_pins_pages_until_dropped() {
     eprintln!("sizes after drop: {after:?}");
 }
 
+/// Puts 20,000 records in one commit and deletes three in four in the
+/// next: a GC of hundreds of free pages for small commits to reuse. Returns
+/// the main database and the model.
+fn fill_and_free(env: &Env) -> (Database, Model) {
+    let db = env.main_db();
+    let mut m = Model {
+        ver: vec![None; 20_000],
+    };
+    let all: Vec<u32> = (0..20_000).collect();
+    let mut w = env.write_txn().unwrap();
+    put_batch(&mut w, db, &mut m, &all, 0, 0);
+    w.commit().unwrap();
+    let mut w = env.write_txn().unwrap();
+    for i in (0..20_000u32).filter(|i| i % 4 != 0) {
+        assert!(w.delete(db, &key(i)).unwrap());
+        m.ver[i as usize] = None;
+    }
+    w.commit().unwrap();
+    (db, m)
+}
+
 /// Small commits that are not yet durable reuse the pages an older,
 /// durable commit freed, until those run out; the file does not grow.
 ///
@@ -262,20 +283,7 @@ fn unsynced_small_commits_reuse_pages_freed_before_the_last_sync() {
                 .open(dir.path())
         }
         .unwrap();
-        let db = env.main_db();
-        let mut m = Model {
-            ver: vec![None; 20_000],
-        };
-        let all: Vec<u32> = (0..20_000).collect();
-        let mut w = env.write_txn().unwrap();
-        put_batch(&mut w, db, &mut m, &all, 0, 0);
-        w.commit().unwrap();
-        let mut w = env.write_txn().unwrap();
-        for i in (0..20_000u32).filter(|i| i % 4 != 0) {
-            assert!(w.delete(db, &key(i)).unwrap());
-            m.ver[i as usize] = None;
-        }
-        w.commit().unwrap();
+        let (db, mut m) = fill_and_free(&env);
         env.sync().unwrap();
         let before = env.info().unwrap();
         let mut rng = StdRng::seed_from_u64(7);
@@ -330,20 +338,7 @@ fn small_commits_behind_a_lagging_reader_reuse_pages() {
             .open(dir.path())
     }
     .unwrap();
-    let db = env.main_db();
-    let mut m = Model {
-        ver: vec![None; 20_000],
-    };
-    let all: Vec<u32> = (0..20_000).collect();
-    let mut w = env.write_txn().unwrap();
-    put_batch(&mut w, db, &mut m, &all, 0, 0);
-    w.commit().unwrap();
-    let mut w = env.write_txn().unwrap();
-    for i in (0..20_000u32).filter(|i| i % 4 != 0) {
-        assert!(w.delete(db, &key(i)).unwrap());
-        m.ver[i as usize] = None;
-    }
-    w.commit().unwrap();
+    let (db, mut m) = fill_and_free(&env);
     let before = env.info().unwrap();
     let commits = 3000u32;
     let mut rng = StdRng::seed_from_u64(11);
