@@ -135,6 +135,7 @@ fn write_pages(
         catalog,
         main,
         canary: [0; 4],
+        base: 0,
     };
     let mut first = vec![0u8; ps];
     m.encode(&mut first);

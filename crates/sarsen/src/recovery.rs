@@ -46,6 +46,8 @@ struct Walk<'a> {
     all: bool,
     /// The tree holds duplicate sub-trees (DUPSORT).
     dups: bool,
+    /// Pages written at or before this txnid are durable already.
+    base: u64,
 }
 
 /// Whether `m`'s records are those of the published snapshot `p`.
@@ -98,9 +100,12 @@ impl Shared {
         let Some(c) = chosen else {
             return Err(last_err.unwrap_or_else(|| Error::corrupted(0, "no valid meta page")));
         };
+        // A `GROUP` meta that was not rejected verified (or was published,
+        // which happens only after its sync): as durable as a steady one.
+        let durable = |m: &Meta| m.flags & (meta::STEADY | meta::GROUP) != 0;
         let found_steady = order
             .iter()
-            .filter(|f| f.meta.txnid <= c.meta.txnid && f.meta.flags & meta::STEADY != 0)
+            .filter(|f| f.meta.txnid <= c.meta.txnid && durable(&f.meta))
             .find(|f| !rejected.contains(&f.slot))
             .copied();
         let writable = !self.read_only && !self.lock.is_private();
@@ -119,7 +124,7 @@ impl Shared {
         // copy in another slot, made durable by the sync below), or a
         // reboot would reject it after writers reused older pages.
         let made_steady = match found_steady {
-            None if writable && c.meta.flags & meta::STEADY == 0 => {
+            None if writable && !durable(&c.meta) => {
                 let slot = rejected.first().copied().unwrap_or((c.slot + 1) % 3);
                 let mut m = c.meta;
                 m.flags = meta::STEADY;
@@ -153,7 +158,7 @@ impl Shared {
             durable_txnid: steady.meta.txnid,
             meta_current: c.slot,
             meta_steady: steady.slot,
-            current_steady: c.meta.flags & meta::STEADY != 0,
+            current_steady: durable(&c.meta),
         };
         self.lock.publish(&p, &w);
         Ok(())
@@ -289,7 +294,7 @@ impl Shared {
             return Err(Error::corrupted(0, "meta pages disagree on the page size"));
         }
         let same_boot = m.boot_id == self.boot_id && m.boot_id != [0; 16];
-        if !same_boot && m.flags & meta::STEADY == 0 && m.flags & meta::NO_SYNC == 0 {
+        if !same_boot && m.flags & (meta::STEADY | meta::NO_SYNC | meta::GROUP) == 0 {
             return Err(Error::corrupted(
                 0,
                 "unsynced commit from before a system restart",
@@ -307,24 +312,31 @@ impl Shared {
             }
             return self.verify_commit(m, false);
         }
-        if m.flags & meta::ONE_SYNC != 0 {
+        if m.flags & (meta::ONE_SYNC | meta::GROUP) != 0 {
             self.verify_commit(m, false)?;
         }
         Ok(())
     }
 
-    /// Verifies the checksums of every page written by commit `m` (those
-    /// reached through `FRESH` links from roots it wrote), or with `all`
-    /// of every page its trees reach.
+    /// Verifies the checksums of every page that commit `m` reaches and
+    /// that was written after its base: for a `GROUP` meta, the last
+    /// durable txnid when it was written (every commit of its chain); for
+    /// any other, the txnid before it (the pages reached through `FRESH`
+    /// links from roots it wrote). With `all`, every page its trees reach.
     fn verify_commit(&self, m: &Meta, all: bool) -> Result<()> {
         let src = MapSource {
             map: &self.map,
             layout: self.layout,
             limit: m.next_pgno,
         };
+        let base = if m.flags & meta::GROUP != 0 {
+            m.base
+        } else {
+            m.txnid - 1
+        };
         let mut seen = crate::btree::Visited::default();
         for rec in [&m.gc, &m.catalog, &m.main] {
-            self.verify_tree(src, rec, m.txnid, all, &mut seen)?;
+            self.verify_tree(src, rec, base, all, &mut seen)?;
         }
         if m.catalog.root != 0 {
             let mut c = crate::cursor::RawCursor::new(
@@ -339,7 +351,7 @@ impl Shared {
                 let entry = crate::page::CatalogEntry::decode(v).map_err(|what| {
                     Error::corrupted(u64::from(m.catalog.root), format!("catalog entry: {what}"))
                 })?;
-                self.verify_tree(src, &entry.rec, m.txnid, all, &mut seen)?;
+                self.verify_tree(src, &entry.rec, base, all, &mut seen)?;
                 e = c.next()?;
             }
         }
@@ -350,19 +362,31 @@ impl Shared {
         &self,
         src: MapSource<'_>,
         rec: &DbRecord,
-        txnid: u64,
+        base: u64,
         all: bool,
         seen: &mut crate::btree::Visited,
     ) -> Result<()> {
-        if rec.root == 0 || (rec.mod_txnid != txnid && !all) {
+        if rec.root == 0 || (rec.mod_txnid <= base && !all) {
             return Ok(());
         }
         let depth = crate::btree::check_depth(rec)?;
         let dups = rec.flags & crate::page::record::DUPSORT != 0;
-        let walk = Walk { src, all, dups };
+        let walk = Walk {
+            src,
+            all,
+            dups,
+            base,
+        };
         self.verify_page(walk, rec.root, rec.root_cksum, depth, seen)
     }
 
+    /// Verifies page `pgno` against `sum` and, if it was written after the
+    /// walk's base, what it links to that may be too. A `FRESH` link's
+    /// target was written by the same commit as this page, so it is
+    /// verified; any other target is older than this page, and can be
+    /// newer than the base only if this page is at least two commits past
+    /// it (a commit of a group-commit chain): then it is verified too, and
+    /// its own (now authentic) header txnid says whether to go deeper.
     fn verify_page(
         &self,
         walk: Walk<'_>,
@@ -371,14 +395,12 @@ impl Shared {
         levels: usize,
         seen: &mut crate::btree::Visited,
     ) -> Result<()> {
-        let Walk { src, all, dups } = walk;
-        let fresh = |flags: u8| all || flags & crate::page::node::FRESH != 0;
         seen.enter(pgno)?;
         let ps = self.layout.psize;
         let bytes = self
             .map
             .slice(pgno as usize * ps, ps)
-            .filter(|_| pgno >= META_PAGES && pgno < src.limit)
+            .filter(|_| pgno >= META_PAGES && pgno < walk.src.limit)
             .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the file"))?;
         if crate::page::checksum(bytes) != sum || levels == 0 {
             return Err(Error::corrupted(
@@ -386,59 +408,85 @@ impl Shared {
                 "checksum mismatch in a commit being recovered",
             ));
         }
+        let written = crate::page::rd64(bytes, 8);
+        if !walk.all && written <= walk.base {
+            return Ok(());
+        }
+        // Links without `FRESH` point at pages older than this one: newer
+        // than the base only if this page is more than one commit past it.
+        let older_too = walk.all || written > walk.base.saturating_add(1);
+        let follow = |flags: u8| older_too || flags & crate::page::node::FRESH != 0;
         let p = Page::new(bytes, pgno)?;
         for i in 0..p.len() {
-            if p.is_leaf() {
-                let n = p.leaf(i)?;
-                if dups && n.flags & crate::page::node::SUBTREE != 0 && fresh(n.flags) {
-                    // A duplicate sub-tree this commit wrote (or any, with `all`).
-                    let r = match n.value {
-                        LeafValue::Inline(v) => DbRecord::decode(v),
-                        LeafValue::Overflow { .. } => None,
-                    }
-                    .ok_or_else(|| {
-                        Error::corrupted(u64::from(pgno), "damaged duplicate sub-tree record")
-                    })?;
-                    let depth = crate::btree::check_depth(&r)?;
-                    let sub = Walk {
-                        dups: false,
-                        ..walk
-                    };
-                    self.verify_page(sub, r.root, r.root_cksum, depth, seen)?;
-                    continue;
-                }
-                if let LeafValue::Overflow {
-                    pgno: run,
-                    len,
-                    cksum,
-                } = n.value
-                {
-                    if fresh(n.flags) {
-                        let np = self.layout.overflow_pages(len);
-                        let b = self
-                            .map
-                            .slice(run as usize * ps, np * ps)
-                            .filter(|_| {
-                                run >= META_PAGES
-                                    && u64::from(run) + np as u64 <= u64::from(src.limit)
-                            })
-                            .ok_or_else(|| {
-                                Error::corrupted(u64::from(run), "overflow run outside the file")
-                            })?;
-                        if crate::page::checksum(b) != cksum {
-                            return Err(Error::corrupted(
-                                u64::from(run),
-                                "overflow checksum mismatch in a commit being recovered",
-                            ));
-                        }
-                    }
-                }
-            } else {
+            if !p.is_leaf() {
                 let n = p.branch(i)?;
-                if fresh(n.flags) {
+                if follow(n.flags) {
                     self.verify_page(walk, n.child, n.cksum, levels - 1, seen)?;
                 }
+                continue;
             }
+            let n = p.leaf(i)?;
+            if !follow(n.flags) {
+                continue;
+            }
+            if walk.dups && n.flags & crate::page::node::SUBTREE != 0 {
+                self.verify_subtree(walk, pgno, &n, seen)?;
+                continue;
+            }
+            if let LeafValue::Overflow {
+                pgno: run,
+                len,
+                cksum,
+            } = n.value
+            {
+                self.verify_run(walk, run, len, cksum)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Verifies the duplicate sub-tree whose record is leaf node `n` of
+    /// page `pgno`, if it was written after the walk's base.
+    fn verify_subtree(
+        &self,
+        walk: Walk<'_>,
+        pgno: Pgno,
+        n: &crate::page::LeafNode<'_>,
+        seen: &mut crate::btree::Visited,
+    ) -> Result<()> {
+        let r = match n.value {
+            LeafValue::Inline(v) => DbRecord::decode(v),
+            LeafValue::Overflow { .. } => None,
+        }
+        .ok_or_else(|| Error::corrupted(u64::from(pgno), "damaged duplicate sub-tree record"))?;
+        if !walk.all && r.mod_txnid <= walk.base {
+            return Ok(());
+        }
+        let depth = crate::btree::check_depth(&r)?;
+        let sub = Walk {
+            dups: false,
+            ..walk
+        };
+        self.verify_page(sub, r.root, r.root_cksum, depth, seen)
+    }
+
+    /// Verifies the overflow run at `run` holding a `len`-byte value
+    /// against its reference's checksum.
+    fn verify_run(&self, walk: Walk<'_>, run: Pgno, len: usize, cksum: u64) -> Result<()> {
+        let ps = self.layout.psize;
+        let np = self.layout.overflow_pages(len);
+        let b = self
+            .map
+            .slice(run as usize * ps, np * ps)
+            .filter(|_| {
+                run >= META_PAGES && u64::from(run) + np as u64 <= u64::from(walk.src.limit)
+            })
+            .ok_or_else(|| Error::corrupted(u64::from(run), "overflow run outside the file"))?;
+        if crate::page::checksum(b) != cksum {
+            return Err(Error::corrupted(
+                u64::from(run),
+                "overflow checksum mismatch in a commit being recovered",
+            ));
         }
         Ok(())
     }

@@ -41,6 +41,9 @@ pub(crate) struct Shared {
     pub(crate) boot_id: [u8; 16],
     pub(crate) registry: Registry,
     pub(crate) writer: Mutex<TxnState>,
+    /// Durable commits of this environment's threads waiting for one
+    /// shared sync (`txn/group.rs`).
+    pub(crate) group: crate::txn::group::Group,
 }
 
 impl Shared {
@@ -73,7 +76,9 @@ impl Shared {
                 Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) => None,
             };
-            if own.is_some() && self.lock.try_lock_writer()? {
+            // While this environment holds the writer lock for its
+            // group-commit chain, the publish in progress is its own.
+            if own.is_some() && !self.group.holds_lock() && self.lock.try_lock_writer()? {
                 let r = if self.lock.publishing() {
                     self.repair_published()
                 } else {

@@ -156,13 +156,22 @@ impl Env {
         s.check_fork()?;
         s.check_synced()?;
         let mut g = s.writer.lock().unwrap_or_else(|e| e.into_inner());
-        s.lock.lock_writer()?;
+        // Commits of the group-commit chain are synced and published
+        // first; the writer mutex keeps the chain from growing meanwhile.
+        s.group.flush(s)?;
+        if s.group.enter(s)?.is_some() {
+            s.group.leave(s);
+            return Err(crate::Error::corrupted(
+                0,
+                "group-commit chain grew during Env::sync",
+            ));
+        }
         let r = crate::txn::commit::sync_steady(s);
         if r.is_ok() {
             s.lock.mark_synced(crate::io::lock::monotonic_ns());
             g.unsynced_commits = false;
         }
-        s.lock.unlock_writer();
+        s.group.leave(s);
         r
     }
 

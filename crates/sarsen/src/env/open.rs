@@ -167,6 +167,7 @@ impl Env {
             boot_id,
             registry: Registry::new(o.max_dbs),
             writer: Mutex::new(TxnState::new(Pager::new(map, layout))),
+            group: Default::default(),
         };
         if let Opened::First(prev) = &opened {
             shared.recover(&metas, prev.as_deref())?;

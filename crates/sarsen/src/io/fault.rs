@@ -62,10 +62,15 @@ pub enum Op {
         /// The bytes written.
         data: Vec<u8>,
     },
-    /// A sync that succeeded: every earlier write is durable.
+    /// A sync that succeeded: every write logged before `started` is
+    /// durable.
     Sync {
         /// The file's length after the sync, bytes (its size is durable too).
         len: u64,
+        /// The log's length when the sync began. Writes logged between
+        /// then and this op finished while it ran (other threads'): it
+        /// does not promise them.
+        started: usize,
     },
 }
 
@@ -156,6 +161,8 @@ struct State {
     /// The halt has fired: every later operation is dropped.
     halted: bool,
     dropped: u64,
+    /// How long each sync sleeps before it runs (a slow disk).
+    sync_delay: std::time::Duration,
 }
 
 impl State {
@@ -415,10 +422,24 @@ impl FaultPlan {
         Err(Error::io(op, std::io::Error::from_raw_os_error(f.errno)))
     }
 
+    /// Makes every sync sleep `delay` before it runs, as a slow disk
+    /// would: writes of other threads meanwhile land after its start, so
+    /// they are not covered by it.
+    pub fn set_sync_delay(&self, delay: std::time::Duration) {
+        self.state().sync_delay = delay;
+    }
+
     /// Runs a sync through the plan: `raw` syncs and returns the file
     /// length afterwards.
+    ///
+    /// The sync is logged when it ends, with the log's length when it
+    /// began: writes that finished while it ran (other threads') are not
+    /// covered by it.
     pub(crate) fn sync(&self, raw: impl FnOnce() -> Result<u64>) -> Result<()> {
-        let verdict = self.state().next(OpKind::Sync, 0, 0);
+        let (verdict, delay) = {
+            let mut s = self.state();
+            (s.next(OpKind::Sync, 0, 0), s.sync_delay)
+        };
         match verdict {
             Verdict::Go => {}
             Verdict::Drop(how) => return Err(killed(how, "fdatasync")),
@@ -427,8 +448,10 @@ impl FaultPlan {
                 return Err(Error::io("fdatasync", e));
             }
         }
+        let started = self.log_len();
+        std::thread::sleep(delay);
         let len = raw()?;
-        self.push(Op::Sync { len });
+        self.push(Op::Sync { len, started });
         Ok(())
     }
 }
@@ -447,6 +470,11 @@ pub enum Landing {
     /// three pages) are lost, every other lands whole: the worst case for
     /// a commit that relied on an unsynced meta.
     LostBelow(u64),
+    /// Those logged before this index in the log are lost, every later
+    /// one lands whole: the worst case for a commit of a group-commit
+    /// chain, whose own writes land while those of the unsynced commits it
+    /// builds on do not.
+    LostBefore(usize),
 }
 
 /// splitmix64 step.
@@ -512,27 +540,28 @@ pub fn crash_image_over(
     landing: Landing,
 ) -> CrashImage {
     let ops = &log[..upto.min(log.len())];
-    let last_sync = ops.iter().rposition(|o| matches!(o, Op::Sync { .. }));
     let mut image = base.clone();
-    let pending_from = match last_sync {
-        Some(i) => {
-            for o in &ops[..i] {
-                if let Op::Write { offset, data } = o {
-                    image.put(*offset, data);
-                }
-            }
-            if let Op::Sync { len } = ops[i] {
-                image.len = image.len.max(len);
-            }
-            i + 1
+    // Writes before the latest start of a completed sync are durable; a
+    // write logged while a sync ran is pending, even if a sync after it
+    // completed only later than the cut.
+    let mut durable_to = 0;
+    for (i, o) in ops.iter().enumerate() {
+        if let Op::Sync { len, started } = *o {
+            durable_to = durable_to.max(started.min(i));
+            image.len = image.len.max(len);
         }
-        None => 0,
-    };
+    }
+    for o in &ops[..durable_to] {
+        if let Op::Write { offset, data } = o {
+            image.put(*offset, data);
+        }
+    }
+    let pending_from = durable_to;
     let mut rng = match landing {
         Landing::Random(seed) => seed,
         _ => 0,
     };
-    for o in &ops[pending_from..] {
+    for (i, o) in ops.iter().enumerate().skip(pending_from) {
         let Op::Write { offset, data } = o else {
             continue;
         };
@@ -541,6 +570,7 @@ pub fn crash_image_over(
             Landing::Everything => 1,
             Landing::Random(_) => mix(&mut rng) % 4,
             Landing::LostBelow(below) => u64::from(*offset >= below),
+            Landing::LostBefore(k) => u64::from(i >= k),
         };
         match choice {
             0 => {}
@@ -576,7 +606,14 @@ mod tests {
 
     #[test]
     fn synced_writes_stay_later_ones_land_by_landing() {
-        let log = vec![w(0, 1, 1024), Op::Sync { len: 4096 }, w(512, 2, 1536)];
+        let log = vec![
+            w(0, 1, 1024),
+            Op::Sync {
+                len: 4096,
+                started: 1,
+            },
+            w(512, 2, 1536),
+        ];
         let none = crash_image(&log, 3, Landing::Nothing);
         assert_eq!(none.len, 4096);
         assert_eq!(none.data, vec![1; 1024]);
@@ -590,7 +627,10 @@ mod tests {
 
     #[test]
     fn torn_writes_land_in_whole_sectors() {
-        let log = vec![Op::Sync { len: 0 }, w(0, 7, 8 * SECTOR as usize)];
+        let log = vec![
+            Op::Sync { len: 0, started: 0 },
+            w(0, 7, 8 * SECTOR as usize),
+        ];
         let mut torn = 0;
         for seed in 0..64 {
             let img = crash_image(&log, 2, Landing::Random(seed));
@@ -672,7 +712,11 @@ mod tests {
 
     #[test]
     fn lost_below_drops_the_meta_writes_only() {
-        let log = vec![Op::Sync { len: 0 }, w(512, 1, 320), w(4096, 2, 512)];
+        let log = vec![
+            Op::Sync { len: 0, started: 0 },
+            w(512, 1, 320),
+            w(4096, 2, 512),
+        ];
         let img = crash_image(&log, 3, Landing::LostBelow(1536));
         assert_eq!(&img.data[512..832], &[0; 320][..]);
         assert_eq!(&img.data[4096..], &[2; 512][..]);

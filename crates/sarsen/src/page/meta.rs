@@ -8,7 +8,7 @@
 //! | 8   | 4  | format version (1) |
 //! | 12  | 4  | page size, bytes |
 //! | 16  | 8  | txnid of this commit |
-//! | 24  | 4  | flags: 0x1 steady (durable when written), 0x2 one-sync (pages of this commit were synced together with this meta: verify them after an OS crash), 0x4 written by a no-sync environment |
+//! | 24  | 4  | flags: 0x1 steady (durable when written), 0x2 one-sync (pages of this commit were synced together with this meta: verify them after an OS crash), 0x4 written by a no-sync environment, 0x8 group (written on commits not yet durable, made durable with them by one sync: verify every page newer than `base` after an OS crash) |
 //! | 28  | 4  | next unallocated page number |
 //! | 32  | 4  | geometry lower bound, pages |
 //! | 36  | 4  | geometry upper bound, pages |
@@ -19,7 +19,8 @@
 //! | 128 | 64 | catalog tree record |
 //! | 192 | 64 | main tree record |
 //! | 256 | 32 | canary: four user words (reserved, 0) |
-//! | 288 | 24 | reserved, 0 |
+//! | 288 | 8  | `base`: with the group flag, the txnid of the last durable commit when this one was written; else 0 |
+//! | 296 | 16 | reserved, 0 |
 //! | 312 | 8  | XXH3-64 of bytes 0..312 |
 
 use super::record::RECORD_LEN;
@@ -38,6 +39,12 @@ pub(crate) const STEADY: u32 = 0x1;
 pub(crate) const ONE_SYNC: u32 = 0x2;
 /// Meta flag: written in no-sync mode.
 pub(crate) const NO_SYNC: u32 = 0x4;
+/// Meta flag: a commit of a group-commit chain, written on commits that
+/// were not yet durable and made durable with them by one sync; after a
+/// system crash every page newer than [`Meta::base`] must verify. Not
+/// `STEADY`, so that a build that predates it rolls such a commit back
+/// after a system crash rather than trusting it unverified.
+pub(crate) const GROUP: u32 = 0x8;
 
 /// A decoded meta page.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,6 +62,8 @@ pub(crate) struct Meta {
     pub catalog: DbRecord,
     pub main: DbRecord,
     pub canary: [u64; 4],
+    /// With [`GROUP`]: the last durable txnid when this meta was written.
+    pub base: u64,
 }
 
 /// Why a meta page was rejected.
@@ -89,6 +98,7 @@ impl Meta {
         for (i, c) in self.canary.iter().enumerate() {
             wr64(b, 256 + 8 * i, *c);
         }
+        wr64(b, 288, self.base);
         let sum = super::checksum(&b[..312]);
         wr64(b, 312, sum);
     }
@@ -159,6 +169,7 @@ impl Meta {
             catalog: rec(128),
             main: rec(192),
             canary: std::array::from_fn(|i| rd64(b, 256 + 8 * i)),
+            base: rd64(b, 288),
         };
         m.sane().map(|_| m)
     }
@@ -175,6 +186,9 @@ impl Meta {
         }
         if self.txnid == 0 && self.next_pgno != super::META_PAGES {
             return Err(MetaError::Invalid("txnid 0 with pages allocated"));
+        }
+        if self.flags & GROUP != 0 && self.base >= self.txnid {
+            return Err(MetaError::Invalid("group base not below the txnid"));
         }
         for r in [&self.gc, &self.catalog, &self.main] {
             if r.root != 0 && (r.root < super::META_PAGES || r.root >= self.next_pgno) {

@@ -60,11 +60,23 @@ fn write_catalog(env: &Shared, w: &mut TxnState, entry: &mut Vec<u8>) -> Result<
     Ok(())
 }
 
+/// What a commit left to do once the writer mutex is released.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Nothing: the commit is published (and as durable as its mode says),
+    /// or there was nothing to commit.
+    Done,
+    /// The commit with this txnid is written, in the group-commit chain:
+    /// it is durable and visible once a sync covers it
+    /// ([`Group::wait_durable`](super::group::Group::wait_durable)).
+    Pending(u64),
+}
+
 /// Commits the writer's transaction.
-pub(crate) fn commit(env: &Shared, w: &mut TxnState) -> Result<()> {
+pub(crate) fn commit(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
     let dbs_dirty = w.dbs.iter().flatten().any(|n| n.dirty);
     if w.pager().dirty.is_empty() && w.pager().freed.is_empty() && !dbs_dirty && !w.main_changed {
-        return Ok(());
+        return Ok(Outcome::Done);
     }
     let mut entry = std::mem::take(&mut w.merge_buf);
     let r = write_catalog(env, w, &mut entry);
@@ -155,6 +167,7 @@ fn build_meta(env: &Shared, w: &TxnState, txnid: u64, flags: u32) -> Meta {
         catalog: w.catalog,
         main: w.main,
         canary: [0; 4],
+        base: 0,
     }
 }
 
@@ -198,14 +211,63 @@ pub(crate) fn effective_durability(env: Durability, asked: Option<Durability>) -
     }
 }
 
-fn write_meta(env: &Shared, w: &mut TxnState) -> Result<()> {
+/// The state a commit publishes.
+fn published_of(w: &TxnState) -> Published {
+    Published {
+        txnid: w.txnid(),
+        next_pgno: u64::from(w.pager().next_pgno),
+        catalog: w.catalog.to_words(),
+        main: w.main.to_words(),
+        gc: w.store.gc.to_words(),
+    }
+}
+
+/// Writes the meta of a `Durable` commit into the group-commit chain
+/// (`group.rs`): no sync here, no publish; the caller waits for a sync that
+/// covers it. A commit whose predecessor is durable is written as any
+/// one-sync commit (`STEADY | ONE_SYNC`); one on unsynced commits of the
+/// chain gets `GROUP` and the durable txnid as its `base`, so that open
+/// after a system crash verifies every page newer than `base`.
+fn append_to_chain(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
+    let txnid = w.txnid();
+    env.group.append(env, published_of(w), |slot, ws| {
+        let one_sync = ws.durable_txnid + 1 == txnid;
+        let mut m = build_meta(env, w, txnid, meta::STEADY | meta::ONE_SYNC);
+        if !one_sync {
+            m.flags = meta::GROUP;
+            m.base = ws.durable_txnid;
+        }
+        put_meta(env, slot, &m, false)
+    })?;
+    if env.durability == Durability::Durable {
+        w.unsynced_commits = false;
+    }
+    Ok(Outcome::Pending(txnid))
+}
+
+fn write_meta(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
+    let mut mode = effective_durability(env.durability, w.durability);
+    // Group commit for `Durable` commits (not in a `NoSync` environment,
+    // whose reuse bound does not keep the last durable commit), when the
+    // chain has commits or the published commit is durable; anything else
+    // first waits for the chain to be published.
+    if mode == Durability::Durable && env.durability != Durability::NoSync {
+        if env.group.pending() {
+            return append_to_chain(env, w);
+        }
+        let ws = env.lock.writer_shared();
+        if ws.durable_txnid == env.published()?.txnid {
+            return append_to_chain(env, w);
+        }
+    } else {
+        env.group.flush(env)?;
+    }
     let mut ws = env.lock.writer_shared();
     let prev = env.published()?;
     // With auto-sync thresholds (`EnvOptions::sync_bytes`, `sync_period`):
     // a commit that brings the bytes written since the last durable commit
     // (its pages and meta page included) to the threshold, or comes a
     // period after it, is made durable.
-    let mut mode = effective_durability(env.durability, w.durability);
     let auto = env.auto_sync.applies(mode);
     let mut bytes = 0;
     if auto {
@@ -267,17 +329,8 @@ fn write_meta(env: &Shared, w: &mut TxnState) -> Result<()> {
     }
     ws.meta_current = slot;
     ws.current_steady = flags & meta::STEADY != 0;
-    env.lock.publish(
-        &Published {
-            txnid: w.txnid(),
-            next_pgno: u64::from(w.pager().next_pgno),
-            catalog: w.catalog.to_words(),
-            main: w.main.to_words(),
-            gc: w.store.gc.to_words(),
-        },
-        &ws,
-    );
-    Ok(())
+    env.lock.publish(&published_of(w), &ws);
+    Ok(Outcome::Done)
 }
 
 /// `Env::sync`: makes the newest commit durable. Called with the writer

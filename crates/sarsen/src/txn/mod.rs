@@ -8,6 +8,7 @@ mod catalog;
 pub(crate) mod commit;
 mod cursor;
 mod dup;
+pub(crate) mod group;
 mod info;
 mod modes;
 mod nested;

@@ -58,7 +58,7 @@ impl<'env> RwTxn<'env> {
         }
         env.check_fork()?;
         let w = env.writer.lock().unwrap_or_else(|e| e.into_inner());
-        env.lock.lock_writer()?;
+        let head = env.group.enter(env)?;
         // From here every exit, an error or a panic in the slow-reader
         // handler included, drops `txn`, which releases the writer lock.
         let mut txn = RwTxn {
@@ -67,18 +67,26 @@ impl<'env> RwTxn<'env> {
             broken: false,
             done: false,
         };
-        txn.start()?;
+        txn.start(head)?;
         Ok(txn)
     }
 
-    /// Sets up the writer for a new transaction on the published snapshot
+    /// Sets up the writer for a new transaction: on the head of this
+    /// environment's group-commit chain if it has one (commits written but
+    /// not yet synced, `group.rs`), else on the published snapshot
     /// (repaired first if its writer died publishing it, and checked
     /// against the current meta page).
-    pub(super) fn start(&mut self) -> Result<()> {
+    pub(super) fn start(&mut self, head: Option<super::group::Pending>) -> Result<()> {
         let env = self.env;
         env.check_synced()?;
-        let (p, ws) = env.writer_view()?;
-        env.erase_orphan_metas(&p, &ws)?;
+        let (p, ws) = match head {
+            Some(h) => (h.p, env.lock.writer_shared()),
+            None => {
+                let (p, ws) = env.writer_view()?;
+                env.erase_orphan_metas(&p, &ws)?;
+                (p, ws)
+            }
+        };
         let w = &mut self.w;
         w.reset();
         let last = p.txnid;
@@ -693,7 +701,17 @@ impl<'env> RwTxn<'env> {
         self.w.drop_checkpoints();
         let r = commit::commit(self.env, &mut self.w);
         self.finish();
-        r
+        match r? {
+            commit::Outcome::Done => Ok(()),
+            commit::Outcome::Pending(txnid) => {
+                // Let the next writer of this environment in (dropping
+                // `self` releases the writer mutex), then wait for a sync
+                // that covers this commit.
+                let env = self.env;
+                drop(self);
+                env.group.wait_durable(env, txnid)
+            }
+        }
     }
 
     /// Sets how this transaction's commit is made durable, instead of the
@@ -738,10 +756,10 @@ impl<'env> RwTxn<'env> {
         if !self.done {
             self.done = true;
             self.w.reset();
-            // In a forked child the writer lock is the parent's.
-            if !self.env.forked() {
-                self.env.lock.unlock_writer();
-            }
+            // Releases the writer lock unless commits of the group-commit
+            // chain wait for their sync (in a forked child it is the
+            // parent's and stays).
+            self.env.group.leave(self.env);
         }
     }
 }

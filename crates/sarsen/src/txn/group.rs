@@ -1,0 +1,316 @@
+//! Group commit: durable commits from several threads of one environment
+//! share one `fdatasync` (RocksDB's and PostgreSQL's group commit, without
+//! their log; design.md §4, "Group commit").
+//!
+//! A `Durable` commit writes its pages and its meta page, hands the writer
+//! mutex to the next thread, and waits until a sync that began after its
+//! meta write has completed. The first waiter that finds no sync running
+//! runs one for everyone: it syncs once, then publishes the newest commit
+//! the sync covers (readers only ever see durable commits, as without group
+//! commit) and wakes the others.
+//!
+//! **The chain.** Commits written but not yet synced form a chain on top of
+//! the last published (durable) commit. This environment keeps holding the
+//! cross-process writer lock while the chain is not empty, so the next
+//! transaction of any thread here builds on its head (`Pending`) instead of
+//! on the lock file's published snapshot, and other processes wait, as they
+//! would for a commit's sync. The lock is released once the chain is
+//! published and no transaction of this environment runs.
+//!
+//! **Why one sync is enough.** A commit of the chain whose predecessor was
+//! not yet durable is written with the `GROUP` flag and `base`, the last
+//! durable txnid when it was written. After a system crash, open verifies
+//! every page newer than `base` that the commit's trees reach
+//! (`recovery.rs`), and falls back past a commit whose pages did not all
+//! land. Pages freed by a commit of the chain are not reused before it is
+//! durable: the reuse bound of every transaction stops at the durable
+//! txnid (design.md §6), which the chain does not move.
+//!
+//! **Meta slots.** A commit of the chain never overwrites the steady slot
+//! (the last durable commit) nor the slot of a sync in progress (the commit
+//! it will publish); it may overwrite the head's slot, which holds a commit
+//! nobody was told about and nobody can read yet.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::io::lock::{Published, WriterShared};
+use crate::shared::Shared;
+
+/// A commit written (pages and meta) but not yet published.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pending {
+    /// What publishing it makes visible.
+    pub p: Published,
+    /// The meta slot it was written to.
+    pub slot: u8,
+}
+
+#[derive(Default)]
+struct State {
+    /// This environment holds the cross-process writer lock.
+    holds_lock: bool,
+    /// A transaction (or `Env::sync`) of this environment holds the writer
+    /// mutex and works under the writer lock.
+    active: bool,
+    /// The newest commit of the chain, if it is not yet published.
+    head: Option<Pending>,
+    /// While a sync runs: the commit it will publish.
+    syncing: Option<Pending>,
+    /// The newest txnid this environment published durable.
+    published: u64,
+    /// A sync of the chain failed: commits up to this txnid failed.
+    failed_through: u64,
+}
+
+/// The group-commit state of one environment (one per [`Shared`]).
+#[derive(Default)]
+pub(crate) struct Group {
+    state: Mutex<State>,
+    done: Condvar,
+}
+
+impl Group {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts work under the writer lock (a write transaction, `Env::sync`).
+    /// Call with the environment's writer mutex held. Takes the
+    /// cross-process writer lock unless this environment holds it already,
+    /// and returns the chain's head, on which the transaction must build,
+    /// if there is one.
+    ///
+    /// # Errors
+    ///
+    /// Those of taking the writer lock.
+    pub(crate) fn enter(&self, env: &Shared) -> Result<Option<Pending>> {
+        let mut g = self.lock();
+        g.active = true;
+        if g.holds_lock {
+            return Ok(g.head);
+        }
+        drop(g);
+        // Not under the state mutex: this may wait for another process.
+        // No sync of ours runs (the lock is held while one does), so
+        // nothing else changes the state meanwhile.
+        let r = env.lock.lock_writer();
+        let mut g = self.lock();
+        match r {
+            Ok(()) => {
+                g.holds_lock = true;
+                Ok(None)
+            }
+            Err(e) => {
+                g.active = false;
+                Err(e)
+            }
+        }
+    }
+
+    /// Ends work under the writer lock. Call with the writer mutex still
+    /// held. Releases the writer lock unless the chain still has commits
+    /// to publish (the sync that publishes them releases it then).
+    pub(crate) fn leave(&self, env: &Shared) {
+        let mut g = self.lock();
+        g.active = false;
+        self.release_if_idle(env, &mut g);
+    }
+
+    /// Releases the cross-process writer lock if this environment holds it
+    /// with nothing to publish and no transaction running. In a forked
+    /// child the lock is the parent's and stays.
+    fn release_if_idle(&self, env: &Shared, g: &mut State) {
+        if g.holds_lock && !g.active && g.head.is_none() && g.syncing.is_none() {
+            g.holds_lock = false;
+            if !env.forked() {
+                env.lock.unlock_writer();
+            }
+        }
+    }
+
+    /// Whether this environment holds the writer lock (for the reader's
+    /// repair of a publish cut short: a publish of ours is never cut short
+    /// while we live).
+    pub(crate) fn holds_lock(&self) -> bool {
+        self.lock().holds_lock
+    }
+
+    /// Writes a commit of the chain: `write` gets the slot to use and the
+    /// durable txnid, and writes the meta page; the commit becomes the head.
+    /// Call with the writer mutex held, for a commit built on `base` (the
+    /// head, or the published snapshot when the chain is empty).
+    ///
+    /// # Errors
+    ///
+    /// Those of `write`; [`Error::SyncFailed`] if a sync of the chain
+    /// failed since this transaction began.
+    pub(crate) fn append(
+        &self,
+        env: &Shared,
+        p: Published,
+        write: impl FnOnce(u8, &WriterShared) -> Result<()>,
+    ) -> Result<()> {
+        let mut g = self.lock();
+        if g.failed_through != 0 {
+            return Err(Error::SyncFailed);
+        }
+        let ws = env.lock.writer_shared();
+        let slot = next_free_slot(
+            ws.meta_steady,
+            g.syncing.map(|s| s.slot),
+            g.head.map(|h| h.slot),
+        );
+        write(slot, &ws)?;
+        g.head = Some(Pending { p, slot });
+        Ok(())
+    }
+
+    /// Whether the chain has commits waiting for a sync.
+    pub(crate) fn pending(&self) -> bool {
+        let g = self.lock();
+        g.head.is_some() || g.syncing.is_some()
+    }
+
+    /// Waits until commit `txnid` of the chain is durable and published,
+    /// running the sync itself if none runs. Call without the writer mutex
+    /// (other threads go on committing meanwhile).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] from the sync this thread ran, [`Error::SyncFailed`]
+    /// when a sync another thread ran for this commit failed; either way
+    /// the commit is not published and, since every later write of the
+    /// environment fails until it is reopened, never will be.
+    pub(crate) fn wait_durable(&self, env: &Shared, txnid: u64) -> Result<()> {
+        let mut g = self.lock();
+        loop {
+            if g.published >= txnid {
+                return Ok(());
+            }
+            if g.failed_through >= txnid {
+                return Err(Error::SyncFailed);
+            }
+            match (g.syncing, g.head) {
+                (None, Some(target)) => {
+                    g.syncing = Some(target);
+                    drop(g);
+                    let r = env.sync_data();
+                    g = self.lock();
+                    let ok = r.is_ok();
+                    self.finish_sync(env, &mut g, target, ok);
+                    self.done.notify_all();
+                    if !ok && target.p.txnid >= txnid {
+                        return r;
+                    }
+                }
+                (Some(_), _) => {
+                    g = self.done.wait(g).unwrap_or_else(|e| e.into_inner());
+                }
+                // Neither published, failed, syncing nor pending: the
+                // commit was never appended here.
+                (None, None) => {
+                    return Err(Error::corrupted(
+                        0,
+                        format!("commit {txnid} waits for a sync but is not in the chain"),
+                    ))
+                }
+            }
+        }
+    }
+
+    /// With the state locked, after the sync for `target`: publish it (it is
+    /// durable now, and so is every commit before it), or, if the sync
+    /// failed, fail every commit of the chain and erase their metas.
+    fn finish_sync(&self, env: &Shared, g: &mut State, target: Pending, ok: bool) {
+        g.syncing = None;
+        if ok {
+            let ws = WriterShared {
+                durable_txnid: target.p.txnid,
+                meta_current: target.slot,
+                meta_steady: target.slot,
+                current_steady: true,
+            };
+            env.lock.publish(&target.p, &ws);
+            env.lock.mark_synced(crate::io::lock::monotonic_ns());
+            g.published = target.p.txnid;
+            if g.head.is_some_and(|h| h.p.txnid == target.p.txnid) {
+                g.head = None;
+            }
+        } else {
+            // Every commit of the chain fails; nothing is published. Their
+            // metas must not be picked at the next open, which verifies
+            // commits of this boot that were never published: put copies
+            // of the published meta over them (best effort: the file is
+            // failing, and recovery verifies every page from the disk
+            // after a failed sync anyway).
+            g.failed_through = g.head.map_or(target.p.txnid, |h| h.p.txnid);
+            g.head = None;
+            let ws = env.lock.writer_shared();
+            if let Some(p) = env.lock.try_published(1 << 10) {
+                let _ = env.erase_orphan_metas(&p, &ws);
+            }
+        }
+        self.release_if_idle(env, g);
+    }
+
+    /// Waits until the chain is published (or failed): before work that
+    /// must start from the published snapshot (`Env::sync`, a commit in a
+    /// non-durable mode). Call with the writer mutex held, so the chain
+    /// does not grow meanwhile.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`wait_durable`](Group::wait_durable).
+    pub(crate) fn flush(&self, env: &Shared) -> Result<()> {
+        let last = {
+            let g = self.lock();
+            match g.head.or(g.syncing) {
+                Some(h) => h.p.txnid,
+                None => return Ok(()),
+            }
+        };
+        self.wait_durable(env, last)
+    }
+}
+
+/// The meta slot for a commit of the chain: never the steady one nor the
+/// one a running sync will publish; the head's only when no other is left
+/// (its commit was never published or acknowledged).
+fn next_free_slot(steady: u8, syncing: Option<u8>, head: Option<u8>) -> u8 {
+    let steady = steady % 3;
+    let taken = |s: u8| s == steady || Some(s) == syncing;
+    (0..3u8)
+        .find(|&s| !taken(s) && Some(s) != head)
+        .or_else(|| (0..3u8).find(|&s| !taken(s)))
+        .unwrap_or((steady + 1) % 3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_free_slot;
+
+    #[test]
+    fn slot_choice_keeps_the_steady_and_syncing_metas() {
+        for steady in 0..3u8 {
+            for syncing in [None, Some(0), Some(1), Some(2)] {
+                if syncing == Some(steady) {
+                    continue;
+                }
+                for head in [None, Some(0), Some(1), Some(2)] {
+                    if head == Some(steady) {
+                        continue;
+                    }
+                    let s = next_free_slot(steady, syncing, head);
+                    assert!(s < 3);
+                    assert_ne!(s, steady, "{steady} {syncing:?} {head:?}");
+                    assert_ne!(Some(s), syncing, "{steady} {syncing:?} {head:?}");
+                    // The head is overwritten only when both others are taken.
+                    if Some(s) == head {
+                        assert!(syncing.is_some() && syncing != head);
+                    }
+                }
+            }
+        }
+    }
+}
