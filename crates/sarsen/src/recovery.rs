@@ -366,7 +366,10 @@ impl Shared {
         all: bool,
         seen: &mut crate::btree::Visited,
     ) -> Result<()> {
-        if rec.root == 0 || (rec.mod_txnid <= base && !all) {
+        // `mod_txnid` 0 (a root collapsed onto a clean child) says nothing
+        // about when the root was written: its header does, once it
+        // verifies.
+        if rec.root == 0 || (rec.mod_txnid != 0 && rec.mod_txnid <= base && !all) {
             return Ok(());
         }
         let depth = crate::btree::check_depth(rec)?;
@@ -459,7 +462,7 @@ impl Shared {
             LeafValue::Overflow { .. } => None,
         }
         .ok_or_else(|| Error::corrupted(u64::from(pgno), "damaged duplicate sub-tree record"))?;
-        if !walk.all && r.mod_txnid <= walk.base {
+        if !walk.all && r.mod_txnid != 0 && r.mod_txnid <= walk.base {
             return Ok(());
         }
         let depth = crate::btree::check_depth(&r)?;

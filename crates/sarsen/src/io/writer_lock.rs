@@ -47,6 +47,8 @@ pub(crate) const OWNER_MAX: u32 = (1 << 31) - 1;
 const WAITERS: u32 = 1 << 31;
 /// Longest sleep before a waiter checks the owner is alive again.
 const POLL_MAX: Duration = Duration::from_millis(50);
+/// How long a handover waits for the woken waiter to take the lock.
+const HANDOVER_WAIT: Duration = Duration::from_millis(1);
 
 impl LockFile {
     /// This environment's owner id, taken (with its OFD lock) at the first
@@ -167,6 +169,25 @@ impl LockFile {
             Err(e) => return Err(e),
         };
         Ok(self.try_take(k)?.is_ok())
+    }
+
+    /// Whether another environment sleeps waiting for the writer lock (the
+    /// waiters bit of the word; this environment's own threads wait on its
+    /// writer mutex instead).
+    pub(crate) fn writer_contended(&self) -> bool {
+        self.file.is_some() && self.writer_word().load(Ordering::Relaxed) & WAITERS != 0
+    }
+
+    /// Releases the writer lock to a waiting environment: releases it, then
+    /// gives a woken waiter up to [`HANDOVER_WAIT`] to take it before the
+    /// caller tries again (a caller that took it straight back would win
+    /// the race every time: the waiter must first be scheduled).
+    pub(crate) fn hand_over_writer(&self) {
+        self.unlock_writer();
+        let start = std::time::Instant::now();
+        while self.writer_word().load(Ordering::Relaxed) == 0 && start.elapsed() < HANDOVER_WAIT {
+            std::thread::yield_now();
+        }
     }
 
     /// Releases the writer lock, waking the waiters if any sleeps.

@@ -42,8 +42,10 @@ pub(crate) const NO_SYNC: u32 = 0x4;
 /// Meta flag: a commit of a group-commit chain, written on commits that
 /// were not yet durable and made durable with them by one sync; after a
 /// system crash every page newer than [`Meta::base`] must verify. Not
-/// `STEADY`, so that a build that predates it rolls such a commit back
-/// after a system crash rather than trusting it unverified.
+/// `STEADY`: a build that predates the flag would trust a `STEADY` meta
+/// unverified. Such a build must not open the file after a system crash
+/// either way (it would fall back past the chain to a commit whose pages
+/// later commits reused); the format version stays 1, so nothing stops it.
 pub(crate) const GROUP: u32 = 0x8;
 
 /// A decoded meta page.

@@ -78,6 +78,10 @@ pub(crate) fn commit(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
     if w.pager().dirty.is_empty() && w.pager().freed.is_empty() && !dbs_dirty && !w.main_changed {
         return Ok(Outcome::Done);
     }
+    // A sync that failed since this transaction began (a sync of this
+    // environment's group-commit chain, whose head it may build on, or any
+    // process's) leaves nothing this transaction could publish safely.
+    env.check_synced()?;
     let mut entry = std::mem::take(&mut w.merge_buf);
     let r = write_catalog(env, w, &mut entry);
     w.merge_buf = entry;
@@ -255,8 +259,11 @@ fn write_meta(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
         if env.group.pending() {
             return append_to_chain(env, w);
         }
+        // A new chain starts only on a durable published commit in the
+        // steady slot: its slot choice keeps the steady slot, so the
+        // published meta must be that one.
         let ws = env.lock.writer_shared();
-        if ws.durable_txnid == env.published()?.txnid {
+        if ws.durable_txnid == env.published()?.txnid && ws.meta_current == ws.meta_steady {
             return append_to_chain(env, w);
         }
     } else {

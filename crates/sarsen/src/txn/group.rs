@@ -88,9 +88,31 @@ impl Group {
         let mut g = self.lock();
         g.active = true;
         if g.holds_lock {
-            return Ok(g.head);
+            if !env.lock.writer_contended() {
+                return Ok(g.head);
+            }
+            // Another environment (process) waits: publish the chain and
+            // let it in before this transaction, so a busy chain cannot
+            // keep it out for good.
+            drop(g);
+            if let Err(e) = self.flush(env) {
+                self.leave(env);
+                return Err(e);
+            }
+            g = self.lock();
+            if g.holds_lock {
+                if g.head.is_some() || g.syncing.is_some() {
+                    // Not reached: the writer mutex kept the chain from
+                    // growing while it was flushed.
+                    return Ok(g.head);
+                }
+                g.holds_lock = false;
+                drop(g);
+                env.lock.hand_over_writer();
+            }
+        } else {
+            drop(g);
         }
-        drop(g);
         // Not under the state mutex: this may wait for another process.
         // No sync of ours runs (the lock is held while one does), so
         // nothing else changes the state meanwhile.
@@ -265,6 +287,9 @@ impl Group {
     pub(crate) fn flush(&self, env: &Shared) -> Result<()> {
         let last = {
             let g = self.lock();
+            if g.failed_through != 0 {
+                return Err(Error::SyncFailed);
+            }
             match g.head.or(g.syncing) {
                 Some(h) => h.p.txnid,
                 None => return Ok(()),

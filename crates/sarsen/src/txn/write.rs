@@ -757,9 +757,12 @@ impl<'env> RwTxn<'env> {
             self.done = true;
             self.w.reset();
             // Releases the writer lock unless commits of the group-commit
-            // chain wait for their sync (in a forked child it is the
-            // parent's and stays).
-            self.env.group.leave(self.env);
+            // chain wait for their sync. In a forked child the lock is the
+            // parent's, and so is the group state (its mutex may have been
+            // held by a thread that does not exist here): touch neither.
+            if !self.env.forked() {
+                self.env.group.leave(self.env);
+            }
         }
     }
 }
