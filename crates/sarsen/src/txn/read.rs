@@ -426,7 +426,8 @@ impl<'env> RoTxn<'env> {
     /// in it is attached, so a read transaction of a fresh environment can
     /// read a database whose values it sorts (an empty main database with
     /// no duplicate mode recorded reads alike in any mode, and takes the
-    /// comparator).
+    /// comparator; one recorded with integer values reads alike with
+    /// integers of the other width).
     ///
     /// # Errors
     ///
