@@ -358,6 +358,25 @@ fn prev_multiple_as_lmdb() {
     }
 }
 
+/// `tests/c/envfd.c`: `mdb_env_get_fd` (before open, the data file itself,
+/// its access mode, the same descriptor each call, closed with the
+/// environment, read-only in a read-only environment) and
+/// `mdb_env_copyfd`/`mdb_env_copyfd2` (at the descriptor's offset, to a
+/// pipe, to a read-only descriptor, compacting; each copy read back), the
+/// plain copies with no temporary directory to be had, built against real
+/// LMDB and against our library: the outputs must be equal.
+#[test]
+fn env_fd_and_copies_to_a_descriptor_as_lmdb() {
+    if let Some(l) = same_as_lmdb("envfd.c") {
+        assert!(
+            l.contains("get_fd: rc=0 same=1 data file=1 mode=rdwr"),
+            "{l}"
+        );
+        assert!(l.contains("copyfd to a pipe: rc=0 child=0"), "{l}");
+        assert!(l.contains("after close: fd closed"), "{l}");
+    }
+}
+
 /// `tests/c/diff.c`, a seeded random program over the API that prints
 /// every call's outcome (puts with `NOOVERWRITE`/`NODUPDATA`, gets,
 /// deletes with and without a value, cursor moves of every kind in read
