@@ -254,8 +254,25 @@ impl<'env> RoTxn<'env> {
         if !ord.fits(key) {
             return Ok(None);
         }
-        let dc = self.dup_order(db, &rec)?;
-        get_in(self.src, &rec, ord, dc, key)
+        if rec.flags & crate::page::record::DUPSORT == 0 {
+            return btree::get(self.src, &rec, ord, key);
+        }
+        self.get_dup(db, &rec, ord, key)
+    }
+
+    /// [`get`](RoTxn::get) in a DUPSORT tree `rec`: out of line, so that
+    /// the inlined `get` of a plain tree stays small wherever it is
+    /// compiled.
+    #[inline(never)]
+    fn get_dup(
+        &self,
+        db: Database,
+        rec: &DbRecord,
+        ord: Order<'_>,
+        key: &[u8],
+    ) -> Result<Option<&[u8]>> {
+        let dc = self.dup_order(db, rec)?;
+        get_in(self.src, rec, ord, dc, key)
     }
 
     /// A cursor over `db`, unpositioned.
