@@ -76,21 +76,30 @@ impl<'env> RoTxn<'env> {
             SLOT_HINT.with(|h| h.set((env.uid, s)));
             s
         };
-        RoTxn::on_slot(env, slot)
+        RoTxn::on_slot(env, slot, true)
     }
 
-    /// A snapshot of the newest commit, read through the busy slot `slot`.
-    /// On error the slot is released.
-    pub(super) fn on_slot(env: &'env Shared, slot: u32) -> Result<RoTxn<'env>> {
+    /// A snapshot of the newest commit, read through the busy slot `slot`
+    /// (which may hold an older snapshot's txnid: a renewal in place). On
+    /// error the slot is released if `release`, else left busy with txnid
+    /// 0 (idle).
+    pub(super) fn on_slot(env: &'env Shared, slot: u32, release: bool) -> Result<RoTxn<'env>> {
         let lock = &env.lock;
         // Publish the snapshot's txnid, then check it is still the newest:
         // a writer that starts after the check sees the slot (SeqCst on both
-        // sides), one that committed before it makes us retry.
+        // sides), one that committed before it makes us retry. Storing over
+        // an older snapshot's txnid is as safe as over 0: the slot holds the
+        // older one or this one, whose pages are read only once the check
+        // passed.
         let p = loop {
             let p = match env.published() {
                 Ok(p) => p,
                 Err(e) => {
-                    lock.release_slot(slot);
+                    if release {
+                        lock.release_slot(slot);
+                    } else {
+                        lock.slot_txnid(slot).store(0, Ordering::SeqCst);
+                    }
                     return Err(e);
                 }
             };
@@ -112,6 +121,82 @@ impl<'env> RoTxn<'env> {
             main: DbRecord::from_words(&p.main),
             gc: DbRecord::from_words(&p.gc),
         })
+    }
+
+    /// [`reset`](RoTxn::reset) in place, for a transaction kept in one
+    /// place and reused (LMDB's `mdb_txn_reset` of a transaction object
+    /// renewed later): the snapshot ends (its pages become reusable) and
+    /// the reader slot stays this transaction's, idle. Until
+    /// [`renew_in_place`](RoTxn::renew_in_place) the transaction reads as
+    /// an empty environment (txnid 0, an empty main database, no named
+    /// databases) and reads no page. Nothing read before can outlive the
+    /// call (it borrows the transaction mutably).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let mut r = env.read_txn()?;
+    /// r.reset_in_place();
+    /// assert_eq!(r.get(env.main_db(), b"k")?, None);
+    /// let mut w = env.write_txn()?;
+    /// w.put(env.main_db(), b"k", b"v")?;
+    /// w.commit()?;
+    /// r.renew_in_place()?; // the newest commit, on the same slot
+    /// assert_eq!(r.get(env.main_db(), b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn reset_in_place(&mut self) {
+        if !self.env.forked() {
+            self.env
+                .lock
+                .slot_txnid(self.slot)
+                .store(0, Ordering::SeqCst);
+        }
+        self.empty();
+    }
+
+    /// Forgets the snapshot: no record, no page below the limit.
+    fn empty(&mut self) {
+        self.txnid = 0;
+        self.src.limit = 0;
+        self.catalog = DbRecord::default();
+        self.main = DbRecord::default();
+        self.gc = DbRecord::default();
+    }
+
+    /// [`InactiveRoTxn::renew`] in place: a snapshot of the newest commit
+    /// on this transaction's reader slot, after
+    /// [`reset_in_place`](RoTxn::reset_in_place), or in place of the
+    /// snapshot it holds (which ends). No slot is claimed and nothing is
+    /// allocated.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Forked`](crate::Error::Forked) in a `fork()` child of the
+    /// process that began it (the transaction is left as it was);
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if the lock file's
+    /// published snapshot stays half-written (see
+    /// [`Env::read_txn`](crate::Env::read_txn)): the transaction is then
+    /// left reset, its slot kept.
+    pub fn renew_in_place(&mut self) -> Result<()> {
+        self.env.check_fork()?;
+        // Through `on_slot`, the path of every read transaction, then moved
+        // in: the slot stays ours either way.
+        match RoTxn::on_slot(self.env, self.slot, false) {
+            Ok(t) => {
+                // The new transaction's slot is this one's: it must not be
+                // released, so `t` is not dropped.
+                let t = std::mem::ManuallyDrop::new(t);
+                self.txnid = t.txnid;
+                self.src = t.src;
+                (self.catalog, self.main, self.gc) = (t.catalog, t.main, t.gc);
+                Ok(())
+            }
+            Err(e) => {
+                self.empty();
+                Err(e)
+            }
+        }
     }
 
     /// Ends the snapshot but keeps the reader slot for a later
@@ -616,7 +701,7 @@ impl<'env> InactiveRoTxn<'env> {
         self.env.check_fork()?;
         let (env, slot) = (self.env, self.slot);
         std::mem::forget(self);
-        RoTxn::on_slot(env, slot)
+        RoTxn::on_slot(env, slot, true)
     }
 }
 
