@@ -121,7 +121,7 @@ fn open_once(
     };
     match t.state.as_ref() {
         // As LMDB: creating in a read transaction is EACCES (when missing).
-        Some(State::Ro(r)) => match r.open_db_with(name, o).map_err(eng)? {
+        Some(State::Ro(r)) if !t.idle => match r.open_db_with(name, o).map_err(eng)? {
             Some(db) => Ok(db),
             None if plain_key(View::Ro(r))? => Err(MDB_INCOMPATIBLE.into()),
             None if flags & MDB_CREATE != 0 => Err(libc::EACCES.into()),
