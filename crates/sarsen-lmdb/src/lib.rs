@@ -160,6 +160,7 @@ pub type MDB_assert_func = unsafe extern "C" fn(env: *mut MDB_env, msg: *const c
 pub type MDB_msg_func = unsafe extern "C" fn(msg: *const c_char, ctx: *mut libc::c_void) -> c_int;
 
 /// Runs `f`, turning a panic into `MDB_PANIC`: no panic crosses the C boundary.
+#[inline(always)]
 pub(crate) fn guard(f: impl FnOnce() -> c_int) -> c_int {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(MDB_PANIC)
 }
