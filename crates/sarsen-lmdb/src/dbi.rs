@@ -558,6 +558,11 @@ pub unsafe extern "C" fn mdb_put(
                 }
                 return Err(MDB_INCOMPATIBLE);
             }
+            if flags == 0 {
+                // The common case, without `put`'s dispatch on flags.
+                let v = MDB_val::bytes(&*data);
+                return t.rw()?.put(db, k, v).map_err(err);
+            }
             if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
                 reserve(t, db, k, &mut *data, buf);
             }

@@ -156,6 +156,7 @@ impl MDB_txn {
     }
 
     /// Write access: `EACCES` in a read transaction (as LMDB).
+    #[inline]
     pub(crate) fn rw(&mut self) -> CResult<&mut RwTxn<'static>> {
         self.usable()?;
         if self.rdonly {
@@ -163,11 +164,10 @@ impl MDB_txn {
             // cursors may hold borrows of its `RoTxn`.
             return Err(libc::EACCES);
         }
+        // The common case first, without a jump table.
         match self.state.as_mut() {
             Some(State::Rw(t)) => Ok(t),
-            Some(State::Nested(t)) => Ok(t),
-            Some(State::Ro(_)) => Err(libc::EACCES),
-            None => Err(MDB_BAD_TXN),
+            other => rw_of(other),
         }
     }
 
@@ -211,6 +211,17 @@ impl MDB_txn {
         // SAFETY: as `envh`; not through it, to borrow `dbis` mutably.
         let env = unsafe { &*self.env };
         self.dbi_version = env.copy_dbis(&mut self.dbis);
+    }
+}
+
+/// [`MDB_txn::rw`] of a state other than a top-level write transaction.
+#[cold]
+fn rw_of(s: Option<&mut State>) -> CResult<&mut RwTxn<'static>> {
+    match s {
+        Some(State::Rw(t)) => Ok(t),
+        Some(State::Nested(t)) => Ok(t),
+        Some(State::Ro(_)) => Err(libc::EACCES),
+        None => Err(MDB_BAD_TXN),
     }
 }
 
