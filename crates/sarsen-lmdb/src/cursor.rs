@@ -324,9 +324,11 @@ pub unsafe extern "C" fn mdb_cursor_open(
         let r = (|| {
             // SAFETY: checked.
             let t = unsafe { txn_mut(txn) }?;
-            // As LMDB: `MDB_BAD_TXN` in a failed, reset or parent transaction.
-            t.view()?;
+            // As LMDB: `EINVAL` for a dbi the transaction does not have (any
+            // in a reset one), then `MDB_BAD_TXN` in a failed or parent
+            // transaction.
             let crate::env::DbiInfo { db, dup, .. } = t.db(dbi)?;
+            t.view()?;
             let (slot, _) = CURSORS.alloc()?;
             let c = Box::into_raw(Box::new(MDB_cursor {
                 handle: 0,
@@ -395,6 +397,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             if !t.rdonly {
                 return Err(libc::EINVAL);
             }
+            // A reset transaction has no database handles: `EINVAL`, as LMDB.
             let info = t.db(c.dbi)?;
             let obj: *mut MDB_cursor = c;
             let tp: *mut MDB_txn = t;

@@ -62,6 +62,10 @@ pub struct MDB_txn {
     /// A read transaction after `mdb_txn_reset` (its `RoTxn` reset in
     /// place, holding no snapshot) and before `mdb_txn_renew`.
     pub(crate) idle: bool,
+    /// While `idle`: `dbi_version` before the reset (set to 0 meanwhile:
+    /// a reset transaction has no database handles, as in LMDB) and the
+    /// snapshot's txnid (`mdb_txn_id` still gives it, as LMDB's).
+    idle_kept: (u64, u64),
     /// An `MDB_RESERVE` put whose value the program is still writing:
     /// the database, the key, and the buffer handed out. Stored by the
     /// next call on this transaction (or its commit).
@@ -189,14 +193,15 @@ impl MDB_txn {
         Ok(())
     }
 
-    /// What `dbi` stands for, or `EINVAL` for a number never given out:
-    /// from this transaction's copy of the environment's table, taken
-    /// again when the table has changed (no lock while it has not).
+    /// What `dbi` stands for, or `EINVAL` for a number never given out
+    /// or in a reset transaction (as LMDB): from this transaction's copy
+    /// of the environment's table, taken again when the table has changed
+    /// (no lock while it has not).
     #[inline]
     pub(crate) fn db(&mut self, dbi: crate::MDB_dbi) -> CResult<DbiInfo> {
         let v = self.envh().dbi_version.load(Ordering::Acquire);
         if v != self.dbi_version {
-            self.copy_dbis();
+            self.copy_dbis()?;
         }
         self.dbis
             .get(dbi as usize)
@@ -205,12 +210,19 @@ impl MDB_txn {
             .ok_or(libc::EINVAL)
     }
 
+    /// Takes the environment's table of database handles again; `EINVAL`
+    /// in a reset transaction (whose `dbi_version` is 0, so every `db`
+    /// call gets here).
     #[cold]
     #[inline(never)]
-    fn copy_dbis(&mut self) {
+    fn copy_dbis(&mut self) -> CResult<()> {
+        if self.idle {
+            return Err(libc::EINVAL);
+        }
         // SAFETY: as `envh`; not through it, to borrow `dbis` mutably.
         let env = unsafe { &*self.env };
         self.dbi_version = env.copy_dbis(&mut self.dbis);
+        Ok(())
     }
 }
 
@@ -306,6 +318,7 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
             failed: false,
             rdonly,
             idle: false,
+            idle_kept: (0, 0),
             dbis: Vec::new(),
             dbi_version: 0,
         }))
@@ -494,8 +507,10 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
             // SAFETY: the list holds this transaction's live cursors.
             unsafe { clear_live(&t.cursors) };
             if let Some(State::Ro(r)) = t.state.as_mut() {
+                t.idle_kept = (t.dbi_version, r.txnid());
                 r.reset_in_place();
             }
+            t.dbi_version = 0;
             t.idle = true;
             t.names = None;
             // What mdb_get returned of the snapshot is no longer valid.
@@ -523,6 +538,8 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
             Some(State::Ro(r)) if t.idle => match r.renew_in_place() {
                 Ok(()) => {
                     t.idle = false;
+                    // Current again unless the table changed meanwhile.
+                    t.dbi_version = t.idle_kept.0;
                     MDB_SUCCESS
                 }
                 Err(e) => to_code(&e),
@@ -549,8 +566,9 @@ pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
 }
 
 /// The transaction's id (`mdb_txn_id`): the snapshot's txnid for a read
-/// transaction, the txnid it will commit as for a write one; 0 if invalid
-/// or reset. Numbered as LMDB's (see [`lmdb_txnid`]).
+/// transaction (after `mdb_txn_reset`, the snapshot it had, as LMDB), the
+/// txnid it will commit as for a write one; 0 if invalid. Numbered as
+/// LMDB's (see [`lmdb_txnid`]).
 ///
 /// # Safety
 ///
@@ -563,6 +581,7 @@ pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
             return 0;
         };
         (match &t.state {
+            Some(State::Ro(_)) if t.idle => lmdb_txnid(t.idle_kept.1),
             Some(State::Ro(r)) => lmdb_txnid(r.txnid()),
             Some(State::Rw(w)) => lmdb_txnid(w.txnid()),
             Some(State::Nested(n)) => lmdb_txnid(n.txnid()),

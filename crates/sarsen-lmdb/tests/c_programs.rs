@@ -377,6 +377,19 @@ fn env_fd_and_copies_to_a_descriptor_as_lmdb() {
     }
 }
 
+/// `tests/c/renew.c`: read transactions reset and renewed, cursors renewed
+/// on them (what they see, and the calls refused: a renewal of a live or a
+/// write transaction, a cursor renewed on a reset or a write one, reads of
+/// a reset one), built against real LMDB and against our library: the
+/// outputs must be equal.
+#[test]
+fn reset_and_renew_as_lmdb() {
+    if let Some(l) = same_as_lmdb("renew.c") {
+        assert!(l.contains("get late rc=-30798"), "{l}");
+        assert!(l.contains("get late rc=0 v=x"), "{l}");
+    }
+}
+
 /// `tests/c/diff.c`, a seeded random program over the API that prints
 /// every call's outcome (puts with `NOOVERWRITE`/`NODUPDATA`, gets,
 /// deletes with and without a value, cursor moves of every kind in read
