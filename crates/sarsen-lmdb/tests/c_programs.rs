@@ -78,13 +78,13 @@ fn run(src: &Path) {
 
 fn mtest(name: &str) {
     if !have_cc() {
-        eprintln!("skipping {name}: no C compiler (cc)");
+        common::skip(&format!("skipping {name}: no C compiler (cc)"));
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!(
+        common::skip(&format!(
             "skipping {name}: LMDB's sources (lmdb-master-sys) are not in the cargo registry"
-        );
+        ));
         return;
     };
     run(&src.join(name));
@@ -122,11 +122,13 @@ fn mtest5_c() {
 #[test]
 fn mtest_c_with_little_address_space() {
     if !have_cc() {
-        eprintln!("skipping mtest.c under ulimit -v: no C compiler (cc)");
+        common::skip("skipping mtest.c under ulimit -v: no C compiler (cc)");
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping mtest.c under ulimit -v: LMDB's sources are not in the cargo registry");
+        common::skip(
+            "skipping mtest.c under ulimit -v: LMDB's sources are not in the cargo registry",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -156,7 +158,7 @@ fn mtest_c_with_little_address_space() {
 #[test]
 fn readme_example_c() {
     if !have_cc() {
-        eprintln!("skipping example.c: no C compiler (cc)");
+        common::skip("skipping example.c: no C compiler (cc)");
         return;
     }
     run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/example.c"));
@@ -165,7 +167,7 @@ fn readme_example_c() {
 #[test]
 fn abuse_c() {
     if !have_cc() {
-        eprintln!("skipping abuse.c: no C compiler (cc)");
+        common::skip("skipping abuse.c: no C compiler (cc)");
         return;
     }
     run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/abuse.c"));
@@ -179,11 +181,11 @@ fn abuse_c() {
 #[test]
 fn lmdb_tools() {
     if !have_cc() {
-        eprintln!("skipping the LMDB tools: no C compiler (cc)");
+        common::skip("skipping the LMDB tools: no C compiler (cc)");
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping the LMDB tools: LMDB's sources are not in the cargo registry");
+        common::skip("skipping the LMDB tools: LMDB's sources are not in the cargo registry");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -282,11 +284,13 @@ fn build_both(prog: &Path, src: &Path, d: &Path) -> (PathBuf, PathBuf) {
 /// message) without `cc` or LMDB's sources.
 fn same_as_lmdb(name: &str) -> Option<String> {
     if !have_cc() {
-        eprintln!("skipping {name}: no C compiler (cc)");
+        common::skip(&format!("skipping {name}: no C compiler (cc)"));
         return None;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping {name}: LMDB's sources are not in the cargo registry");
+        common::skip(&format!(
+            "skipping {name}: LMDB's sources are not in the cargo registry"
+        ));
         return None;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -401,11 +405,11 @@ fn reset_and_renew_as_lmdb() {
 #[test]
 fn differential_against_lmdb() {
     if !have_cc() {
-        eprintln!("skipping the differential: no C compiler (cc)");
+        common::skip("skipping the differential: no C compiler (cc)");
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping the differential: LMDB's sources are not in the cargo registry");
+        common::skip("skipping the differential: LMDB's sources are not in the cargo registry");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -148,7 +148,7 @@ fn seeds() -> Vec<u64> {
 #[test]
 fn capi_matches_lmdb() {
     if real().is_none() {
-        eprintln!("skipping: no C compiler (cc) or no LMDB sources (lmdb-master-sys)");
+        common::skip("skipping: no C compiler (cc) or no LMDB sources (lmdb-master-sys)");
         return;
     }
     let (mut run, mut narrow_keys, mut narrow_vals) = (0, 0, 0);
