@@ -76,14 +76,18 @@ impl<'env> RoTxn<'env> {
             SLOT_HINT.with(|h| h.set((env.uid, s)));
             s
         };
-        RoTxn::on_slot(env, slot, true)
+        RoTxn::on_slot::<true>(env, slot)
     }
 
     /// A snapshot of the newest commit, read through the busy slot `slot`
     /// (which may hold an older snapshot's txnid: a renewal in place). On
-    /// error the slot is released if `release`, else left busy with txnid
-    /// 0 (idle).
-    pub(super) fn on_slot(env: &'env Shared, slot: u32, release: bool) -> Result<RoTxn<'env>> {
+    /// error the slot is released if `RELEASE`, else left busy with txnid
+    /// 0 (idle). (A constant: a run-time flag cost `read_txn` five
+    /// instructions.)
+    pub(super) fn on_slot<const RELEASE: bool>(
+        env: &'env Shared,
+        slot: u32,
+    ) -> Result<RoTxn<'env>> {
         let lock = &env.lock;
         // Publish the snapshot's txnid, then check it is still the newest:
         // a writer that starts after the check sees the slot (SeqCst on both
@@ -95,7 +99,7 @@ impl<'env> RoTxn<'env> {
             let p = match env.published() {
                 Ok(p) => p,
                 Err(e) => {
-                    if release {
+                    if RELEASE {
                         lock.release_slot(slot);
                     } else {
                         lock.slot_txnid(slot).store(0, Ordering::SeqCst);
@@ -182,7 +186,7 @@ impl<'env> RoTxn<'env> {
         self.env.check_fork()?;
         // Through `on_slot`, the path of every read transaction, then moved
         // in: the slot stays ours either way.
-        match RoTxn::on_slot(self.env, self.slot, false) {
+        match RoTxn::on_slot::<false>(self.env, self.slot) {
             Ok(t) => {
                 // The new transaction's slot is this one's: it must not be
                 // released, so `t` is not dropped.
@@ -701,7 +705,7 @@ impl<'env> InactiveRoTxn<'env> {
         self.env.check_fork()?;
         let (env, slot) = (self.env, self.slot);
         std::mem::forget(self);
-        RoTxn::on_slot(env, slot, true)
+        RoTxn::on_slot::<true>(env, slot)
     }
 }
 
