@@ -55,10 +55,11 @@ pub unsafe extern "C" fn mdb_env_copy2(
     }
 }
 
-/// Copies the environment's data file to descriptor `fd`
-/// (`mdb_env_copyfd`): a consistent copy (`Env::copy_to` into a temporary
-/// directory) whose `data.sdb` is then written to `fd`. The result is a
-/// Sarsen data file, openable with `MDB_NOSUBDIR`.
+/// Writes a copy of the environment's data file to descriptor `fd`
+/// (`mdb_env_copyfd`), at its current offset, as LMDB: a consistent copy
+/// of the newest snapshot streamed straight to the descriptor
+/// (`Env::copy_to_writer`; a pipe works). The result is a Sarsen data
+/// file, openable with `MDB_NOSUBDIR`. Nothing is synced; `fd` stays open.
 ///
 /// # Safety
 ///
@@ -69,7 +70,10 @@ pub unsafe extern "C" fn mdb_env_copyfd(env: *mut MDB_env, fd: c_int) -> c_int {
     unsafe { mdb_env_copyfd2(env, fd, 0) }
 }
 
-/// [`mdb_env_copyfd`], compacting with `MDB_CP_COMPACT` (`mdb_env_copyfd2`).
+/// [`mdb_env_copyfd`], compacting with `MDB_CP_COMPACT`
+/// (`mdb_env_copyfd2`). A compact copy is built in a temporary directory
+/// (`Env::compact_copy_to`, which needs the copy's size free in
+/// `$TMPDIR`) whose `data.sdb` is then written to `fd`.
 ///
 /// # Safety
 ///
@@ -80,34 +84,36 @@ pub unsafe extern "C" fn mdb_env_copyfd2(env: *mut MDB_env, fd: c_int, flags: c_
     if fd < 0 || flags & !MDB_CP_COMPACT != 0 {
         return libc::EINVAL;
     }
+    let io = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
     // SAFETY: forwarded contract.
     unsafe {
         with_env(env, |_, e| {
+            // SAFETY: the caller's open descriptor, borrowed: ManuallyDrop
+            // keeps it open.
+            let mut dst = std::mem::ManuallyDrop::new(std::fs::File::from_raw_fd(fd));
+            if flags & MDB_CP_COMPACT == 0 {
+                return e
+                    .copy_to_writer(&mut *dst)
+                    .map(|_| ())
+                    .map_err(|e| to_code(&e));
+            }
             let tmp = std::env::temp_dir().join(format!(
                 "sarsen-copyfd-{}-{}",
                 std::process::id(),
                 COPIES.fetch_add(1, Ordering::Relaxed)
             ));
-            let r = if flags & MDB_CP_COMPACT != 0 {
-                e.compact_copy_to(&tmp)
-            } else {
-                e.copy_to(&tmp)
-            };
-            let out = r.map_err(|e| to_code(&e)).and_then(|_| {
-                let mut src = std::fs::File::open(tmp.join("data.sdb"))
-                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-                // SAFETY: the caller's open descriptor, borrowed: ManuallyDrop
-                // keeps it open.
-                let mut dst = std::mem::ManuallyDrop::new(std::fs::File::from_raw_fd(fd));
-                std::io::copy(&mut src, &mut *dst)
-                    .map(|_| ())
-                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
-            });
+            let out = e
+                .compact_copy_to(&tmp)
+                .map_err(|e| to_code(&e))
+                .and_then(|_| {
+                    let mut src = std::fs::File::open(tmp.join("data.sdb")).map_err(io)?;
+                    std::io::copy(&mut src, &mut *dst).map(|_| ()).map_err(io)
+                });
             let _ = std::fs::remove_dir_all(&tmp);
             out
         })
     }
 }
 
-/// Numbers the temporary directories of `mdb_env_copyfd`.
+/// Numbers the temporary directories of a compacting `mdb_env_copyfd2`.
 static COPIES: AtomicUsize = AtomicUsize::new(0);

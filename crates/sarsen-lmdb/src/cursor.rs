@@ -10,6 +10,7 @@
 //! as an LMDB cursor does after `mdb_cursor_del`.
 
 use std::ffi::{c_int, c_uint};
+use std::mem::MaybeUninit;
 use std::ptr;
 
 use sarsen::{Cursor, Database, Entry};
@@ -61,6 +62,10 @@ pub struct MDB_cursor {
     /// fails (the Sarsen cursor's state after a failed move is not
     /// LMDB's).
     live: Option<Box<Cursor<'static>>>,
+    /// The allocation of a Sarsen cursor no longer used (dropped in
+    /// place), for the next one: a cursor renewed, or moved in a write
+    /// transaction, allocates nothing ([`MDB_cursor::boxed`]).
+    spare: Option<Box<MaybeUninit<Cursor<'static>>>>,
     /// `key`/`val` are behind: `MDB_NEXT`/`MDB_PREV` moved `live` without
     /// saving its pair (see [`MDB_cursor::sync`]).
     stale: bool,
@@ -80,6 +85,43 @@ fn err(e: sarsen::Error) -> c_int {
 }
 
 impl MDB_cursor {
+    /// Drops the kept Sarsen cursor, keeping its allocation.
+    fn drop_live(&mut self) {
+        if let Some(l) = self.live.take() {
+            self.recycle(l);
+        }
+    }
+
+    /// Drops Sarsen cursor `b` in place and keeps its allocation for
+    /// [`boxed`](Self::boxed).
+    fn recycle(&mut self, b: Box<Cursor<'_>>) {
+        let p = Box::into_raw(b);
+        // SAFETY: `p` is a live `Box<Cursor>`'s: its cursor is dropped once,
+        // here, and its memory, of the layout of any `Cursor<'_>`, is then
+        // owned as uninitialised by a box of the same layout.
+        unsafe {
+            ptr::drop_in_place(p);
+            self.spare = Some(Box::from_raw(p.cast::<MaybeUninit<Cursor<'static>>>()));
+        }
+    }
+
+    /// `c` in a box: the spare allocation if there is one.
+    fn boxed<'a>(&mut self, c: Cursor<'a>) -> Box<Cursor<'a>> {
+        match self.spare.take() {
+            Some(b) => {
+                let p = Box::into_raw(b).cast::<Cursor<'a>>();
+                // SAFETY: `p` is a box's allocation of a `Cursor`'s layout
+                // holding nothing (see `recycle`): written, it is a live
+                // `Box<Cursor>` again.
+                unsafe {
+                    p.write(c);
+                    Box::from_raw(p)
+                }
+            }
+            None => Box::new(c),
+        }
+    }
+
     /// Brings `key`/`val` up to where the kept cursor stands, after
     /// `MDB_NEXT`/`MDB_PREV` steps that did not save it. Every path but
     /// those steps calls this before reading `key`/`val` or dropping `live`.
@@ -91,7 +133,7 @@ impl MDB_cursor {
                 // not change); an error reading it leaves no position.
                 _ => {
                     self.pos = Pos::Unset;
-                    self.live = None;
+                    self.drop_live();
                 }
             }
         }
@@ -122,14 +164,14 @@ impl MDB_cursor {
                 r => {
                     self.stale = false;
                     self.pos = Pos::Unset;
-                    self.live = None;
+                    self.drop_live();
                     Err(r.map_or_else(err, |_| MDB_NOTFOUND))
                 }
             },
             Err(e) => {
                 self.stale = false;
                 self.pos = Pos::Unset;
-                self.live = None;
+                self.drop_live();
                 Err(err(e))
             }
         })
@@ -202,7 +244,7 @@ pub(crate) unsafe fn clear_live(cursors: &[*mut MDB_cursor]) {
         // SAFETY: live per the contract.
         let c = unsafe { &mut *c };
         c.sync();
-        c.live = None;
+        c.drop_live();
     }
 }
 
@@ -217,7 +259,7 @@ pub(crate) unsafe fn free_cursor(c: *mut MDB_cursor, detach_only: bool) {
         // SAFETY: live per the contract.
         let c = unsafe { &mut *c };
         c.sync();
-        c.live = None;
+        c.drop_live();
         c.txn = ptr::null_mut();
     } else {
         // SAFETY: live per the contract.
@@ -282,9 +324,11 @@ pub unsafe extern "C" fn mdb_cursor_open(
         let r = (|| {
             // SAFETY: checked.
             let t = unsafe { txn_mut(txn) }?;
-            // As LMDB: `MDB_BAD_TXN` in a failed, reset or parent transaction.
-            t.view()?;
+            // As LMDB: `EINVAL` for a dbi the transaction does not have (any
+            // in a reset one), then `MDB_BAD_TXN` in a failed or parent
+            // transaction.
             let crate::env::DbiInfo { db, dup, .. } = t.db(dbi)?;
+            t.view()?;
             let (slot, _) = CURSORS.alloc()?;
             let c = Box::into_raw(Box::new(MDB_cursor {
                 handle: 0,
@@ -297,6 +341,7 @@ pub unsafe extern "C" fn mdb_cursor_open(
                 val: Vec::new(),
                 multi: Vec::new(),
                 live: None,
+                spare: None,
                 stale: false,
             }));
             let handle = CURSORS.publish(slot, c as *mut ());
@@ -352,6 +397,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             if !t.rdonly {
                 return Err(libc::EINVAL);
             }
+            // A reset transaction has no database handles: `EINVAL`, as LMDB.
             let info = t.db(c.dbi)?;
             let obj: *mut MDB_cursor = c;
             let tp: *mut MDB_txn = t;
@@ -366,7 +412,7 @@ pub unsafe extern "C" fn mdb_cursor_renew(txn: *mut MDB_txn, cursor: *mut MDB_cu
             (c.db, c.dup) = (info.db, info.dup);
             c.txn = tp;
             c.pos = Pos::Unset;
-            c.live = None;
+            c.drop_live();
             c.stale = false;
             t.cursors.push(obj);
             Ok(())
@@ -517,12 +563,15 @@ unsafe fn get(
     }
     c.sync();
     let v = t.view()?;
-    let kept = c.live.take().filter(|_| ro && c.pos == Pos::At);
+    if !(ro && c.pos == Pos::At) {
+        c.drop_live();
+    }
+    let kept = c.live.take();
     let live = kept.is_some();
     // Boxed: the cursor is large, and kept ones move in and out of `live`.
     let mut sc: Box<Cursor<'_>> = match kept {
         Some(k) => k,
-        None => Box::new(v.cursor(c.db).map_err(err)?),
+        None => c.boxed(v.cursor(c.db).map_err(err)?),
     };
     let mut set_key = true;
     let found: Option<Entry<'_>> = match op {
@@ -662,6 +711,7 @@ unsafe fn get(
         if matches!(op, MDB_FIRST | MDB_LAST) {
             c.pos = Pos::Unset;
         }
+        c.recycle(sc);
         return Err(MDB_NOTFOUND);
     };
     c.save(e);
@@ -669,6 +719,8 @@ unsafe fn get(
         // SAFETY: lifetime erasure; see the `live` field: the borrowed
         // `RoTxn` stays in place and outlives the kept cursor.
         c.live = Some(unsafe { std::mem::transmute::<Box<Cursor<'_>>, Box<Cursor<'static>>>(sc) });
+    } else {
+        c.recycle(sc);
     }
     // SAFETY: NULL or writable per the contract.
     unsafe {
@@ -714,7 +766,7 @@ unsafe fn merged_get(
 ) -> CResult<()> {
     use main_view::{exact, lower, upper, Found};
     c.sync();
-    c.live = None;
+    c.drop_live();
     let mut set_key = true;
     let here = c.key.clone();
     let found = match op {

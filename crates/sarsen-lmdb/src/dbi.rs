@@ -121,7 +121,7 @@ fn open_once(
     };
     match t.state.as_ref() {
         // As LMDB: creating in a read transaction is EACCES (when missing).
-        Some(State::Ro(r)) => match r.open_db_with(name, o).map_err(eng)? {
+        Some(State::Ro(r)) if !t.idle => match r.open_db_with(name, o).map_err(eng)? {
             Some(db) => Ok(db),
             None if plain_key(View::Ro(r))? => Err(MDB_INCOMPATIBLE.into()),
             None if flags & MDB_CREATE != 0 => Err(libc::EACCES.into()),
@@ -557,6 +557,11 @@ pub unsafe extern "C" fn mdb_put(
                     return Err(MDB_KEYEXIST);
                 }
                 return Err(MDB_INCOMPATIBLE);
+            }
+            if flags == 0 {
+                // The common case, without `put`'s dispatch on flags.
+                let v = MDB_val::bytes(&*data);
+                return t.rw()?.put(db, k, v).map_err(err);
             }
             if let Some(buf) = put(t.rw()?, db, dup, k, &mut *data, flags)? {
                 reserve(t, db, k, &mut *data, buf);

@@ -67,8 +67,6 @@ struct Config {
     map_size: usize,
     path: Option<CString>,
     userctx: usize,
-    /// A descriptor of the data file for `mdb_env_get_fd`, opened on first use.
-    fd: Option<std::fs::File>,
 }
 
 /// Where a database's comparison function is kept: an `MDB_cmp_func`, or
@@ -237,7 +235,6 @@ pub unsafe extern "C" fn mdb_env_create(env: *mut *mut MDB_env) -> c_int {
                 map_size: 0,
                 path: None,
                 userctx: 0,
-                fd: None,
             }),
             env: AtomicPtr::new(ptr::null_mut()),
             live_txns: AtomicUsize::new(0),
@@ -824,21 +821,11 @@ pub unsafe extern "C" fn mdb_reader_list(
     }
 }
 
-/// The data file of an open environment handle.
-fn data_path(c: &Config) -> CResult<PathBuf> {
-    let p = c.path.as_ref().ok_or(libc::EINVAL)?;
-    let p = PathBuf::from(OsStr::from_bytes(p.to_bytes()));
-    Ok(if c.flags & MDB_NOSUBDIR != 0 {
-        p
-    } else {
-        p.join("data.sdb")
-    })
-}
-
-/// A file descriptor of the data file (`mdb_env_get_fd`): Sarsen's own is
-/// not exposed, so this is a second, read-only descriptor of the same file,
-/// opened on first call and closed with the environment (`fstat` and
-/// `fdatasync` work on it; writing through it does not).
+/// The data file's descriptor (`mdb_env_get_fd`): Sarsen's own
+/// (`Env::data_fd`), open for reading and writing (reading only with
+/// `MDB_RDONLY`), closed with the environment; -1 before
+/// `mdb_env_open`, as LMDB. For `fstat`, `fdatasync` and the like:
+/// writing through it corrupts the environment, as in LMDB.
 ///
 /// # Safety
 ///
@@ -849,19 +836,15 @@ pub unsafe extern "C" fn mdb_env_get_fd(env: *mut MDB_env, fd: *mut c_int) -> c_
     if fd.is_null() {
         return libc::EINVAL;
     }
-    // SAFETY: forwarded contract.
-    unsafe {
-        with_cfg(env, |h, c| {
-            h.env()?;
-            if c.fd.is_none() {
-                let f = std::fs::File::open(data_path(c)?)
-                    .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
-                c.fd = Some(f);
-            }
-            let raw = c.fd.as_ref().map_or(-1, |f| f.as_raw_fd());
-            // SAFETY: non-NULL, writable per the contract.
-            store(fd, raw);
-            Ok(())
-        })
-    }
+    guard(|| {
+        // SAFETY: checked by `env_ref`.
+        let h = match unsafe { env_ref(env) } {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        let raw = h.env().map_or(-1, |e| e.data_fd().as_raw_fd());
+        // SAFETY: non-NULL, writable per the contract.
+        unsafe { store(fd, raw) };
+        MDB_SUCCESS
+    })
 }

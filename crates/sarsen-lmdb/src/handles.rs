@@ -10,17 +10,18 @@
 //!      generation      |   slot index    | kind (1 env, 2 txn, 3 cursor)
 //! ```
 //!
-//! A slot holds the address of its object and a generation, odd while the
-//! slot is live. Looking a handle up reads the slot's generation: it must
-//! be odd and equal the handle's, so a NULL, closed, stale (its slot since
-//! reused), foreign, forged or wrong-kind handle gives `EINVAL` and no
-//! memory is touched but the slab's own, which is never freed. An address
-//! (of anything, 4-byte aligned) has kind bits 0 and is refused at once.
+//! A slot holds the address of its object, its generation (the number of
+//! handles it has given out), and while it is live the handle it gave out
+//! (0 otherwise). Looking a handle up compares it with its slot's live
+//! handle, so a NULL, closed, stale (its slot since reused), foreign,
+//! forged or wrong-kind handle gives `EINVAL` and no memory is touched but
+//! the slab's own, which is never freed. An address (of anything, 4-byte
+//! aligned) has kind bits 0 and is refused at once.
 //!
 //! Nothing on the lookup path takes a lock: slabs are chunks that never
 //! move (a fixed table of chunk pointers, each set once), and a slot's
-//! generation and object are atomics. Ending a handle moves its slot's
-//! generation on with a compare-and-swap (so of two racing ends one wins),
+//! live handle and object are atomics. Ending a handle clears its slot's
+//! live handle with a compare-and-swap (so of two racing ends one wins),
 //! and the slot goes back to a lock-free free list (a Treiber stack whose
 //! head carries a tag against ABA) only once its object is cleaned up, so
 //! a slot is never handed out while its old object is still in use.
@@ -32,7 +33,7 @@
 //! As before, a check can only tell that the handle was live at the time
 //! of the check: LMDB's rules forbid ending a handle while another thread
 //! uses it. Generations have 38 bits: a stale handle is mistaken for a
-//! live one only if its slot was reused 2^37 times meanwhile.
+//! live one only if its slot was reused 2^38 times meanwhile.
 
 use std::ffi::c_int;
 use std::ptr;
@@ -51,10 +52,14 @@ const CHUNKS: usize = 1 << (INDEX_BITS - CHUNK_BITS);
 
 // Handles are 64-bit numbers carried in pointers.
 const _: () = assert!(usize::BITS == 64);
+// A slot's offset in its chunk is its index shifted.
+const _: () = assert!(std::mem::size_of::<Slot>() == 32);
 
-/// One slot: the generation (odd while live), the next free slot (index
-/// + 1, 0 for none) while on the free list, and the object.
+/// One slot: the handle it gave out while that is live (0 otherwise), the
+/// handles it has given out, the next free slot (index + 1, 0 for none)
+/// while on the free list, and the object. 32 bytes.
 struct Slot {
+    live: AtomicU64,
     gen: AtomicU64,
     next: AtomicU32,
     obj: AtomicPtr<()>,
@@ -109,24 +114,22 @@ impl Slab {
         Some(unsafe { &*chunk.add(index as usize & (CHUNK - 1)) })
     }
 
-    /// Slot index and generation of handle `h`, if it is of this kind.
+    /// Slot index of handle `h`, if it is of this kind.
     #[inline]
-    fn decode(&self, h: usize) -> Option<(u32, u64)> {
+    fn decode(&self, h: usize) -> Option<u32> {
         let h = h as u64;
         if h & ((1 << KIND_BITS) - 1) != self.kind {
             return None;
         }
-        let index = ((h >> KIND_BITS) & ((1 << INDEX_BITS) - 1)) as u32;
-        Some((index, h >> GEN_SHIFT))
+        Some(((h >> KIND_BITS) & ((1 << INDEX_BITS) - 1)) as u32)
     }
 
     /// The object of live handle `h`, or `None`.
     #[inline]
     pub(crate) fn get(&self, h: usize) -> Option<*mut ()> {
-        let (index, gen) = self.decode(h)?;
-        let slot = self.slot(index)?;
-        let g = slot.gen.load(Ordering::Acquire);
-        if g & 1 == 0 || g & GEN_MASK != gen {
+        let slot = self.slot(self.decode(h)?)?;
+        // A free slot's is 0, and `h`'s kind bits are not.
+        if slot.live.load(Ordering::Acquire) != h as u64 {
             return None;
         }
         Some(slot.obj.load(Ordering::Acquire))
@@ -172,6 +175,7 @@ impl Slab {
         if cell.load(Ordering::Acquire).is_null() {
             let chunk: Box<[Slot]> = (0..CHUNK)
                 .map(|_| Slot {
+                    live: AtomicU64::new(0),
                     gen: AtomicU64::new(0),
                     next: AtomicU32::new(0),
                     obj: AtomicPtr::new(ptr::null_mut()),
@@ -187,10 +191,12 @@ impl Slab {
     pub(crate) fn publish(&self, index: u32, obj: *mut ()) -> usize {
         let slot = self.slot(index).expect("allocated slot");
         slot.obj.store(obj, Ordering::Release);
-        let g = slot.gen.load(Ordering::Relaxed) + 1;
-        debug_assert!(g & 1 == 1);
-        slot.gen.store(g, Ordering::Release);
-        (((g & GEN_MASK) << GEN_SHIFT) | (u64::from(index) << KIND_BITS) | self.kind) as usize
+        // The slot is ours alone until `live` is set.
+        let g = slot.gen.load(Ordering::Relaxed).wrapping_add(1);
+        slot.gen.store(g, Ordering::Relaxed);
+        let h = ((g & GEN_MASK) << GEN_SHIFT) | (u64::from(index) << KIND_BITS) | self.kind;
+        slot.live.store(h, Ordering::Release);
+        h as usize
     }
 
     /// Gives back slot `index` from [`Slab::alloc`], never published,
@@ -205,14 +211,10 @@ impl Slab {
     /// free until [`Slab::recycle`]. `None` if `h` is not live (or another
     /// thread ended it first).
     pub(crate) fn retire(&self, h: usize) -> Option<Retired> {
-        let (index, gen) = self.decode(h)?;
+        let index = self.decode(h)?;
         let slot = self.slot(index)?;
-        let g = slot.gen.load(Ordering::Acquire);
-        if g & 1 == 0 || g & GEN_MASK != gen {
-            return None;
-        }
-        slot.gen
-            .compare_exchange(g, g + 1, Ordering::AcqRel, Ordering::Acquire)
+        slot.live
+            .compare_exchange(h as u64, 0, Ordering::AcqRel, Ordering::Acquire)
             .ok()?;
         Some(Retired {
             index,
@@ -278,10 +280,12 @@ mod tests {
         assert_ne!(h, h2);
         assert_eq!(s.get(h), None);
         assert!(s.get(h2).is_some());
-        // A free slot's generation is even: a handle claiming it is refused.
+        // A free slot gives out no handle: the next generation's, forged,
+        // is refused until the slot is taken again.
         let r = s.retire(h2).unwrap();
         s.recycle(r, false);
         assert_eq!(s.get(h2 + (1 << GEN_SHIFT)), None);
+        assert_eq!(s.get(h2), None);
         let (_, spare) = s.alloc().unwrap();
         assert!(spare.is_null());
     }

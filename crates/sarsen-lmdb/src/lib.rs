@@ -62,11 +62,13 @@ impl MDB_val {
     ///
     /// `v.mv_data` points to `v.mv_size` readable bytes (or `mv_size` is 0)
     /// that stay unchanged for `'a`.
+    #[inline]
     pub(crate) unsafe fn bytes<'a>(v: &MDB_val) -> &'a [u8] {
-        if v.mv_size == 0 || v.mv_data.is_null() {
+        if v.mv_data.is_null() {
             return &[];
         }
-        // SAFETY: the caller promises `mv_data` points to `mv_size` bytes.
+        // SAFETY: the caller promises `mv_data` points to `mv_size` bytes
+        // (none when `mv_size` is 0: a non-NULL pointer is then enough).
         unsafe { std::slice::from_raw_parts(v.mv_data as *const u8, v.mv_size) }
     }
 
@@ -160,6 +162,7 @@ pub type MDB_assert_func = unsafe extern "C" fn(env: *mut MDB_env, msg: *const c
 pub type MDB_msg_func = unsafe extern "C" fn(msg: *const c_char, ctx: *mut libc::c_void) -> c_int;
 
 /// Runs `f`, turning a panic into `MDB_PANIC`: no panic crosses the C boundary.
+#[inline(always)]
 pub(crate) fn guard(f: impl FnOnce() -> c_int) -> c_int {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or(MDB_PANIC)
 }

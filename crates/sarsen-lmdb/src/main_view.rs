@@ -123,7 +123,7 @@ pub(crate) fn record(t: &mut MDB_txn, name: &[u8]) -> CResult<(&'static [u8], &'
     let key = keep(t, name.into());
     let name = std::str::from_utf8(name).map_err(|_| MDB_NOTFOUND)?;
     let db = match t.state.as_ref() {
-        Some(State::Ro(r)) => r.open_db(Some(name)),
+        Some(State::Ro(r)) if !t.idle => r.open_db(Some(name)),
         _ => t.rw()?.open_db(Some(name)),
     };
     let mut rec = [0u8; RECORD_LEN];

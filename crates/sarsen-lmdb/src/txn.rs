@@ -14,7 +14,7 @@ use std::ffi::{c_int, c_uint};
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-use sarsen::{Cursor, Database, DupMode, InactiveRoTxn, KeyOrder, NestedTxn, RoTxn, RwTxn, Stat};
+use sarsen::{Cursor, Database, DupMode, KeyOrder, NestedTxn, RoTxn, RwTxn, Stat};
 
 use crate::consts::*;
 use crate::cursor::{clear_live, free_cursor, MDB_cursor};
@@ -29,10 +29,9 @@ use crate::{guard, guard_or, CResult};
 pub(crate) enum State {
     /// A read transaction. Not boxed: the transaction handle is, and the
     /// kept cursors that borrow it are dropped before the state changes
-    /// (`clear_live`).
+    /// (`clear_live`). `mdb_txn_reset` and `mdb_txn_renew` reset and renew
+    /// it in place (`MDB_txn::idle` in between).
     Ro(RoTxn<'static>),
-    /// A read transaction after `mdb_txn_reset`.
-    Reset(InactiveRoTxn<'static>),
     /// A top-level write transaction.
     Rw(Box<RwTxn<'static>>),
     /// A nested write transaction (its parent is `MDB_txn::parent`).
@@ -60,6 +59,13 @@ pub struct MDB_txn {
     /// Cursors opened in this transaction and not closed.
     pub(crate) cursors: Vec<*mut MDB_cursor>,
     pub(crate) rdonly: bool,
+    /// A read transaction after `mdb_txn_reset` (its `RoTxn` reset in
+    /// place, holding no snapshot) and before `mdb_txn_renew`.
+    pub(crate) idle: bool,
+    /// While `idle`: `dbi_version` before the reset (set to 0 meanwhile:
+    /// a reset transaction has no database handles, as in LMDB) and the
+    /// snapshot's txnid (`mdb_txn_id` still gives it, as LMDB's).
+    idle_kept: (u64, u64),
     /// An `MDB_RESERVE` put whose value the program is still writing:
     /// the database, the key, and the buffer handed out. Stored by the
     /// next call on this transaction (or its commit).
@@ -146,7 +152,7 @@ impl MDB_txn {
     pub(crate) fn view(&self) -> CResult<View<'_>> {
         self.usable()?;
         match self.state.as_ref() {
-            Some(State::Ro(t)) => Ok(View::Ro(t)),
+            Some(State::Ro(t)) if !self.idle => Ok(View::Ro(t)),
             Some(State::Rw(t)) => Ok(View::Rw(t)),
             Some(State::Nested(t)) => Ok(View::Rw(t)),
             _ => Err(MDB_BAD_TXN),
@@ -154,6 +160,7 @@ impl MDB_txn {
     }
 
     /// Write access: `EACCES` in a read transaction (as LMDB).
+    #[inline]
     pub(crate) fn rw(&mut self) -> CResult<&mut RwTxn<'static>> {
         self.usable()?;
         if self.rdonly {
@@ -161,11 +168,10 @@ impl MDB_txn {
             // cursors may hold borrows of its `RoTxn`.
             return Err(libc::EACCES);
         }
+        // The common case first, without a jump table.
         match self.state.as_mut() {
             Some(State::Rw(t)) => Ok(t),
-            Some(State::Nested(t)) => Ok(t),
-            Some(State::Ro(_)) | Some(State::Reset(_)) => Err(libc::EACCES),
-            None => Err(MDB_BAD_TXN),
+            other => rw_of(other),
         }
     }
 
@@ -187,14 +193,15 @@ impl MDB_txn {
         Ok(())
     }
 
-    /// What `dbi` stands for, or `EINVAL` for a number never given out:
-    /// from this transaction's copy of the environment's table, taken
-    /// again when the table has changed (no lock while it has not).
+    /// What `dbi` stands for, or `EINVAL` for a number never given out
+    /// or in a reset transaction (as LMDB): from this transaction's copy
+    /// of the environment's table, taken again when the table has changed
+    /// (no lock while it has not).
     #[inline]
     pub(crate) fn db(&mut self, dbi: crate::MDB_dbi) -> CResult<DbiInfo> {
         let v = self.envh().dbi_version.load(Ordering::Acquire);
         if v != self.dbi_version {
-            self.copy_dbis();
+            self.copy_dbis()?;
         }
         self.dbis
             .get(dbi as usize)
@@ -203,12 +210,30 @@ impl MDB_txn {
             .ok_or(libc::EINVAL)
     }
 
+    /// Takes the environment's table of database handles again; `EINVAL`
+    /// in a reset transaction (whose `dbi_version` is 0, so every `db`
+    /// call gets here).
     #[cold]
     #[inline(never)]
-    fn copy_dbis(&mut self) {
+    fn copy_dbis(&mut self) -> CResult<()> {
+        if self.idle {
+            return Err(libc::EINVAL);
+        }
         // SAFETY: as `envh`; not through it, to borrow `dbis` mutably.
         let env = unsafe { &*self.env };
         self.dbi_version = env.copy_dbis(&mut self.dbis);
+        Ok(())
+    }
+}
+
+/// [`MDB_txn::rw`] of a state other than a top-level write transaction.
+#[cold]
+fn rw_of(s: Option<&mut State>) -> CResult<&mut RwTxn<'static>> {
+    match s {
+        Some(State::Rw(t)) => Ok(t),
+        Some(State::Nested(t)) => Ok(t),
+        Some(State::Ro(_)) => Err(libc::EACCES),
+        None => Err(MDB_BAD_TXN),
     }
 }
 
@@ -292,6 +317,8 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
             records: Vec::new(),
             failed: false,
             rdonly,
+            idle: false,
+            idle_kept: (0, 0),
             dbis: Vec::new(),
             dbi_version: 0,
         }))
@@ -303,6 +330,7 @@ unsafe fn begin(env: *mut MDB_env, parent: *mut MDB_txn, flags: c_uint) -> CResu
         o.env = h;
         o.parent = parent_obj;
         o.rdonly = rdonly;
+        o.idle = false;
         spare
     };
     // SAFETY: `t` is ours alone until published; the Sarsen transaction
@@ -425,6 +453,7 @@ unsafe fn end(t: usize, commit: bool, from_parent: bool) -> c_int {
     b.names = None;
     b.records.clear();
     b.failed = false;
+    b.idle = false;
     b.envh().live_txns.fetch_sub(1, Ordering::AcqRel);
     TXNS.recycle(r, true);
     rc
@@ -458,7 +487,8 @@ pub unsafe extern "C" fn mdb_txn_abort(txn: *mut MDB_txn) {
 }
 
 /// Ends a read transaction's snapshot but keeps the handle and its reader
-/// slot for [`mdb_txn_renew`] (`mdb_txn_reset`). No effect on others.
+/// slot for [`mdb_txn_renew`] (`mdb_txn_reset`), in place
+/// (`RoTxn::reset_in_place`: nothing moved or freed). No effect on others.
 ///
 /// # Safety
 ///
@@ -470,12 +500,18 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
         let Ok(t) = (unsafe { txn_mut(txn) }) else {
             return;
         };
+        if t.idle {
+            return;
+        }
         if let Some(State::Ro(_)) = t.state {
             // SAFETY: the list holds this transaction's live cursors.
             unsafe { clear_live(&t.cursors) };
-            if let Some(State::Ro(r)) = t.state.take() {
-                t.state = Some(State::Reset(r.reset()));
+            if let Some(State::Ro(r)) = t.state.as_mut() {
+                t.idle_kept = (t.dbi_version, r.txnid());
+                r.reset_in_place();
             }
+            t.dbi_version = 0;
+            t.idle = true;
             t.names = None;
             // What mdb_get returned of the snapshot is no longer valid.
             t.records.clear();
@@ -483,7 +519,9 @@ pub unsafe extern "C" fn mdb_txn_reset(txn: *mut MDB_txn) {
     })
 }
 
-/// Starts a new snapshot on a reset read transaction (`mdb_txn_renew`).
+/// Starts a new snapshot on a reset read transaction (`mdb_txn_renew`), in
+/// place (`RoTxn::renew_in_place`: no slot claimed, nothing moved). On
+/// error the transaction stays reset.
 ///
 /// # Safety
 ///
@@ -496,18 +534,17 @@ pub unsafe extern "C" fn mdb_txn_renew(txn: *mut MDB_txn) -> c_int {
             Ok(t) => t,
             Err(e) => return e,
         };
-        match t.state.take() {
-            Some(State::Reset(i)) => match i.renew() {
-                Ok(r) => {
-                    t.state = Some(State::Ro(r));
+        match t.state.as_mut() {
+            Some(State::Ro(r)) if t.idle => match r.renew_in_place() {
+                Ok(()) => {
+                    t.idle = false;
+                    // Current again unless the table changed meanwhile.
+                    t.dbi_version = t.idle_kept.0;
                     MDB_SUCCESS
                 }
                 Err(e) => to_code(&e),
             },
-            s => {
-                t.state = s;
-                libc::EINVAL
-            }
+            _ => libc::EINVAL,
         }
     })
 }
@@ -529,8 +566,9 @@ pub unsafe extern "C" fn mdb_txn_env(txn: *mut MDB_txn) -> *mut MDB_env {
 }
 
 /// The transaction's id (`mdb_txn_id`): the snapshot's txnid for a read
-/// transaction, the txnid it will commit as for a write one; 0 if invalid
-/// or reset. Numbered as LMDB's (see [`lmdb_txnid`]).
+/// transaction (after `mdb_txn_reset`, the snapshot it had, as LMDB), the
+/// txnid it will commit as for a write one; 0 if invalid. Numbered as
+/// LMDB's (see [`lmdb_txnid`]).
 ///
 /// # Safety
 ///
@@ -543,6 +581,7 @@ pub unsafe extern "C" fn mdb_txn_id(txn: *mut MDB_txn) -> usize {
             return 0;
         };
         (match &t.state {
+            Some(State::Ro(_)) if t.idle => lmdb_txnid(t.idle_kept.1),
             Some(State::Ro(r)) => lmdb_txnid(r.txnid()),
             Some(State::Rw(w)) => lmdb_txnid(w.txnid()),
             Some(State::Nested(n)) => lmdb_txnid(n.txnid()),

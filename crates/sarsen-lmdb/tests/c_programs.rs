@@ -78,13 +78,13 @@ fn run(src: &Path) {
 
 fn mtest(name: &str) {
     if !have_cc() {
-        eprintln!("skipping {name}: no C compiler (cc)");
+        common::skip(&format!("skipping {name}: no C compiler (cc)"));
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!(
+        common::skip(&format!(
             "skipping {name}: LMDB's sources (lmdb-master-sys) are not in the cargo registry"
-        );
+        ));
         return;
     };
     run(&src.join(name));
@@ -122,11 +122,13 @@ fn mtest5_c() {
 #[test]
 fn mtest_c_with_little_address_space() {
     if !have_cc() {
-        eprintln!("skipping mtest.c under ulimit -v: no C compiler (cc)");
+        common::skip("skipping mtest.c under ulimit -v: no C compiler (cc)");
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping mtest.c under ulimit -v: LMDB's sources are not in the cargo registry");
+        common::skip(
+            "skipping mtest.c under ulimit -v: LMDB's sources are not in the cargo registry",
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -156,7 +158,7 @@ fn mtest_c_with_little_address_space() {
 #[test]
 fn readme_example_c() {
     if !have_cc() {
-        eprintln!("skipping example.c: no C compiler (cc)");
+        common::skip("skipping example.c: no C compiler (cc)");
         return;
     }
     run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/example.c"));
@@ -165,7 +167,7 @@ fn readme_example_c() {
 #[test]
 fn abuse_c() {
     if !have_cc() {
-        eprintln!("skipping abuse.c: no C compiler (cc)");
+        common::skip("skipping abuse.c: no C compiler (cc)");
         return;
     }
     run(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/abuse.c"));
@@ -179,11 +181,11 @@ fn abuse_c() {
 #[test]
 fn lmdb_tools() {
     if !have_cc() {
-        eprintln!("skipping the LMDB tools: no C compiler (cc)");
+        common::skip("skipping the LMDB tools: no C compiler (cc)");
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping the LMDB tools: LMDB's sources are not in the cargo registry");
+        common::skip("skipping the LMDB tools: LMDB's sources are not in the cargo registry");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -282,11 +284,13 @@ fn build_both(prog: &Path, src: &Path, d: &Path) -> (PathBuf, PathBuf) {
 /// message) without `cc` or LMDB's sources.
 fn same_as_lmdb(name: &str) -> Option<String> {
     if !have_cc() {
-        eprintln!("skipping {name}: no C compiler (cc)");
+        common::skip(&format!("skipping {name}: no C compiler (cc)"));
         return None;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping {name}: LMDB's sources are not in the cargo registry");
+        common::skip(&format!(
+            "skipping {name}: LMDB's sources are not in the cargo registry"
+        ));
         return None;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -358,6 +362,38 @@ fn prev_multiple_as_lmdb() {
     }
 }
 
+/// `tests/c/envfd.c`: `mdb_env_get_fd` (before open, the data file itself,
+/// its access mode, the same descriptor each call, closed with the
+/// environment, read-only in a read-only environment) and
+/// `mdb_env_copyfd`/`mdb_env_copyfd2` (at the descriptor's offset, to a
+/// pipe, to a read-only descriptor, compacting; each copy read back), the
+/// plain copies with no temporary directory to be had, built against real
+/// LMDB and against our library: the outputs must be equal.
+#[test]
+fn env_fd_and_copies_to_a_descriptor_as_lmdb() {
+    if let Some(l) = same_as_lmdb("envfd.c") {
+        assert!(
+            l.contains("get_fd: rc=0 same=1 data file=1 mode=rdwr"),
+            "{l}"
+        );
+        assert!(l.contains("copyfd to a pipe: rc=0 child=0"), "{l}");
+        assert!(l.contains("after close: fd closed"), "{l}");
+    }
+}
+
+/// `tests/c/renew.c`: read transactions reset and renewed, cursors renewed
+/// on them (what they see, and the calls refused: a renewal of a live or a
+/// write transaction, a cursor renewed on a reset or a write one, reads of
+/// a reset one), built against real LMDB and against our library: the
+/// outputs must be equal.
+#[test]
+fn reset_and_renew_as_lmdb() {
+    if let Some(l) = same_as_lmdb("renew.c") {
+        assert!(l.contains("get late rc=-30798"), "{l}");
+        assert!(l.contains("get late rc=0 v=x"), "{l}");
+    }
+}
+
 /// `tests/c/diff.c`, a seeded random program over the API that prints
 /// every call's outcome (puts with `NOOVERWRITE`/`NODUPDATA`, gets,
 /// deletes with and without a value, cursor moves of every kind in read
@@ -369,11 +405,11 @@ fn prev_multiple_as_lmdb() {
 #[test]
 fn differential_against_lmdb() {
     if !have_cc() {
-        eprintln!("skipping the differential: no C compiler (cc)");
+        common::skip("skipping the differential: no C compiler (cc)");
         return;
     }
     let Some(src) = lmdb_src() else {
-        eprintln!("skipping the differential: LMDB's sources are not in the cargo registry");
+        common::skip("skipping the differential: LMDB's sources are not in the cargo registry");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

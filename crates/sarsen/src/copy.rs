@@ -17,8 +17,14 @@
 //! Either way the copy is written as `data.sdb.tmp` in the destination
 //! directory, synced, and renamed to `data.sdb`: a failed copy leaves no
 //! data file behind.
+//!
+//! A physical copy can also be written to any [`Write`]
+//! ([`Env::copy_to_writer`], LMDB's `mdb_env_copyfd`): the same bytes as
+//! the data file of [`Env::copy_to`], in order, free pages and the unused
+//! metas written as zeros; nothing is synced.
 
 use std::fs::{File, OpenOptions};
+use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -76,8 +82,13 @@ fn publish(file: &File, tmp: &Path, data: &Path) -> Result<u64> {
     Ok(len)
 }
 
-/// A physical copy of the snapshot of `txn` into the directory `dir`.
-pub(crate) fn copy_physical(env: &Env, txn: &RoTxn<'_>, dir: &Path) -> Result<CopyInfo> {
+/// What a physical copy of a snapshot writes: its pages, its txnid, its
+/// trees' records (GC, catalog, main) and which pages are in its trees.
+type Checked<'env> = (MapSource<'env>, u64, [DbRecord; 3], crate::check::PageUses);
+
+/// The snapshot of `txn`, checked: a damaged source is not copied page by
+/// page.
+fn checked<'env>(env: &Env, txn: &RoTxn<'env>) -> Result<Checked<'env>> {
     let (src, txnid, gc, catalog, main) = txn.parts();
     let (report, in_tree) =
         crate::check::walk(src, txnid, &gc, &catalog, &main, &env.shared.registry);
@@ -87,13 +98,28 @@ pub(crate) fn copy_physical(env: &Env, txn: &RoTxn<'_>, dir: &Path) -> Result<Co
             format!("the source fails its check ({p}); copy refused"),
         ));
     }
+    Ok((src, txnid, [gc, catalog, main], in_tree))
+}
+
+/// A physical copy of the snapshot of `txn` into the directory `dir`.
+pub(crate) fn copy_physical(env: &Env, txn: &RoTxn<'_>, dir: &Path) -> Result<CopyInfo> {
+    let (src, txnid, recs, in_tree) = checked(env, txn)?;
     let (data, tmp) = dest_paths(dir)?;
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&tmp)
         .map_err(|e| Error::io("create copy", e))?;
-    let r = write_pages(env, src, &in_tree, &file, txnid, [gc, catalog, main])
+    let len = u64::from(src.limit) * u64::from(env.shared.page_size);
+    let r = file
+        .set_len(len)
+        .map_err(|e| Error::io("ftruncate copy", e))
+        .and_then(|()| {
+            write_pages(env, src, &in_tree, txnid, recs, |at, b| {
+                file.write_all_at(b, at)
+                    .map_err(|e| Error::io("write copy", e))
+            })
+        })
         .and_then(|_| publish(&file, &tmp, &data));
     match r {
         Ok(bytes) => Ok(CopyInfo {
@@ -108,19 +134,52 @@ pub(crate) fn copy_physical(env: &Env, txn: &RoTxn<'_>, dir: &Path) -> Result<Co
     }
 }
 
-/// Writes the metas and the tree pages of the snapshot into `file`.
+/// A physical copy of the snapshot of `txn` written to `out` (see the
+/// module docs): the checked source, then its pages in order.
+pub(crate) fn copy_physical_to<W: Write + ?Sized>(
+    env: &Env,
+    txn: &RoTxn<'_>,
+    out: &mut W,
+) -> Result<CopyInfo> {
+    let (src, txnid, recs, in_tree) = checked(env, txn)?;
+    let len = u64::from(src.limit) * u64::from(env.shared.page_size);
+    let mut at = 0u64;
+    // Writes the zeros from `at` to `to`, then `b` (pages come in order).
+    let mut emit = |to: u64, b: &[u8]| -> Result<()> {
+        static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+        while at < to {
+            let n = (to - at).min(ZEROS.len() as u64) as usize;
+            out.write_all(&ZEROS[..n])
+                .map_err(|e| Error::io("write copy", e))?;
+            at += n as u64;
+        }
+        out.write_all(b).map_err(|e| Error::io("write copy", e))?;
+        at += b.len() as u64;
+        Ok(())
+    };
+    write_pages(env, src, &in_tree, txnid, recs, &mut emit)?;
+    emit(len, &[])?;
+    out.flush().map_err(|e| Error::io("write copy", e))?;
+    Ok(CopyInfo {
+        txnid,
+        bytes: len,
+        entries: 0,
+    })
+}
+
+/// Gives the meta page and the tree pages of the snapshot to `emit` (its
+/// offset in the copy and its bytes), in increasing offsets; the rest of
+/// the copy (metas 1 and 2, free pages) is zeros.
 fn write_pages(
     env: &Env,
     src: MapSource<'_>,
     in_tree: &crate::check::PageUses,
-    file: &File,
     txnid: u64,
     [gc, catalog, main]: [DbRecord; 3],
+    mut emit: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<()> {
     let ps = env.shared.page_size as usize;
     let next_pgno = src.limit;
-    file.set_len(u64::from(next_pgno) * ps as u64)
-        .map_err(|e| Error::io("ftruncate copy", e))?;
     let m = Meta {
         page_size: env.shared.page_size,
         txnid,
@@ -139,8 +198,7 @@ fn write_pages(
     };
     let mut first = vec![0u8; ps];
     m.encode(&mut first);
-    file.write_all_at(&first, 0)
-        .map_err(|e| Error::io("write copy", e))?;
+    emit(0, &first)?;
     // Runs of consecutive tree pages, each written from the map directly.
     let mut p = META_PAGES as usize;
     while p < next_pgno as usize {
@@ -156,10 +214,61 @@ fn write_pages(
             .map
             .slice(start * ps, (p - start) * ps)
             .ok_or_else(|| Error::corrupted(start as u64, "page outside the map"))?;
-        file.write_all_at(bytes, (start * ps) as u64)
-            .map_err(|e| Error::io("write copy", e))?;
+        emit((start * ps) as u64, bytes)?;
     }
     Ok(())
+}
+
+impl Env {
+    /// Writes a consistent copy of the newest snapshot to `out`, while
+    /// writers go on (LMDB's `mdb_env_copyfd`): the bytes of the data file
+    /// [`copy_to`](Env::copy_to) would make, in order, free pages as zeros,
+    /// so `out` may be a pipe or a socket. Saved as a file, it opens as an
+    /// environment with [`EnvOptions::single_file`](crate::EnvOptions::single_file)
+    /// (or as `data.sdb` in a directory). Nothing is synced, and `out` is
+    /// flushed but not closed; on error part of the copy may have been
+    /// written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupted`] if the source fails its check (a damaged
+    /// database is not copied page by page); [`Error::Io`] and
+    /// [`Error::DiskFull`] from `out`; those of
+    /// [`read_txn`](Env::read_txn) for the snapshot.
+    ///
+    /// ```
+    /// # let src = tempfile::tempdir().unwrap();
+    /// # let dst = tempfile::tempdir().unwrap();
+    /// let env = unsafe { sarsen::Env::open(src.path())? };
+    /// let mut w = env.write_txn()?;
+    /// w.put(env.main_db(), b"k", b"v")?;
+    /// w.commit()?;
+    /// let mut bytes = Vec::new();
+    /// let info = env.copy_to_writer(&mut bytes)?;
+    /// assert_eq!(info.bytes, bytes.len() as u64);
+    /// let file = dst.path().join("backup.sdb");
+    /// std::fs::write(&file, &bytes).unwrap();
+    /// let copy = unsafe { sarsen::EnvOptions::new().single_file(true).open(&file)? };
+    /// assert_eq!(copy.read_txn()?.get(copy.main_db(), b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn copy_to_writer<W: Write + ?Sized>(&self, out: &mut W) -> Result<CopyInfo> {
+        let txn = self.read_txn()?;
+        copy_physical_to(self, &txn, out)
+    }
+
+    /// The data file's descriptor, as this environment opened it (read and
+    /// write, or read-only with
+    /// [`EnvOptions::read_only`](crate::EnvOptions::read_only)), for
+    /// `fstat`, `fdatasync` or `posix_fadvise` (LMDB's `mdb_env_get_fd`).
+    /// It closes with the environment. Writing through it, changing its
+    /// length or closing it breaks the contract of
+    /// [`Env::open`](crate::Env::open), as any other change to the file
+    /// would.
+    pub fn data_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.shared.file.file().as_fd()
+    }
 }
 
 /// A compact copy of the snapshot of `txn` into the directory `dir`.

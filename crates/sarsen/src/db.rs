@@ -108,7 +108,10 @@ impl DbOptions {
     /// [`RwTxn::open_db_with`](crate::RwTxn::open_db_with) only).
     ///
     /// Recorded when the database is created (for the main database, by
-    /// the first write transaction that opens it while it is empty);
+    /// the first write transaction that opens it while it is empty; an
+    /// empty main database recorded with `U32` values takes `U64` values
+    /// in the same mode and the other way round, as LMDB's
+    /// `MDB_INTEGERDUP` compares integers of the size it is given);
     /// opening a database that records another duplicate mode in a write
     /// transaction is
     /// [`Error::DupModeMismatch`](crate::Error::DupModeMismatch), and

@@ -1,7 +1,8 @@
 //! Put modes and the other LMDB/libmdbx write operations against a
 //! `BTreeMap` model: `put_no_overwrite`, `append` (sorted and out of order),
 //! `replace`, `take`, `delete_range` with every bound kind, sequences with
-//! commit and abort; cursor state queries; read transaction reset/renew;
+//! commit and abort; cursor state queries; read transaction reset/renew
+//! (also in place);
 //! transaction info and `is_dirty`.
 
 mod common;
@@ -241,6 +242,66 @@ fn reset_and_renew_reuse_the_slot_and_see_new_commits() {
     drop(idle);
     drop(env.read_txn().unwrap());
     assert_eq!(env.readers().unwrap().len(), slots, "one slot all along");
+}
+
+/// The same in place: a reset transaction pins nothing and reads as an
+/// empty environment; renewed, it sees the newest commit on its slot; a
+/// live one renewed in place moves to the newest commit and stops pinning
+/// its old snapshot; one slot all along, freed when it is dropped.
+#[test]
+fn reset_and_renew_in_place_reuse_the_slot_and_see_new_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let db = env.main_db();
+    let mut w = env.write_txn().unwrap();
+    let side = w.create_db(Some("side")).unwrap();
+    w.put(side, b"s", b"1").unwrap();
+    w.put(db, b"k", b"0").unwrap();
+    w.commit().unwrap();
+    let mut r = env.read_txn().unwrap();
+    let first = r.txnid();
+    assert_eq!(env.info().unwrap().oldest_reader_txnid, Some(first));
+    let slots = env.readers().unwrap().len();
+    r.reset_in_place();
+    assert_eq!(env.info().unwrap().oldest_reader_txnid, None);
+    assert_eq!(r.txnid(), 0);
+    assert_eq!(r.get(db, b"k").unwrap(), None);
+    assert_eq!(r.iter(db).unwrap().count(), 0);
+    assert_eq!(r.open_db(Some("side")).unwrap(), None);
+    assert!(r.list_dbs().unwrap().is_empty());
+    for i in 0..5u32 {
+        let mut w = env.write_txn().unwrap();
+        w.put(db, b"k", &i.to_be_bytes()).unwrap();
+        let txnid = w.txnid();
+        w.commit().unwrap();
+        assert_eq!(env.info().unwrap().oldest_reader_txnid, None);
+        r.renew_in_place().unwrap();
+        assert_eq!(r.txnid(), txnid);
+        assert_eq!(r.get(db, b"k").unwrap(), Some(&i.to_be_bytes()[..]));
+        assert_eq!(r.get(side, b"s").unwrap(), Some(&b"1"[..]));
+        assert_eq!(r.info().lag, 0);
+        assert_eq!(env.info().unwrap().oldest_reader_txnid, Some(txnid));
+        // Renewed while live: the newest commit, the old one unpinned.
+        let mut w = env.write_txn().unwrap();
+        w.put(db, b"k", b"new").unwrap();
+        let newer = w.txnid();
+        w.commit().unwrap();
+        assert_eq!(env.info().unwrap().oldest_reader_txnid, Some(txnid));
+        r.renew_in_place().unwrap();
+        assert_eq!(r.txnid(), newer);
+        assert_eq!(r.get(db, b"k").unwrap(), Some(&b"new"[..]));
+        assert_eq!(env.info().unwrap().oldest_reader_txnid, Some(newer));
+        r.reset_in_place();
+    }
+    assert_eq!(env.readers().unwrap().len(), slots, "one slot all along");
+    let pinned = |env: &Env| {
+        let rs = env.readers().unwrap();
+        rs.iter().filter(|s| s.txnid.is_some()).count()
+    };
+    assert_eq!(pinned(&env), 0);
+    drop(r);
+    drop(env.read_txn().unwrap());
+    assert_eq!(env.readers().unwrap().len(), slots, "the slot was freed");
 }
 
 #[test]

@@ -146,7 +146,46 @@ int main(void)
 	EXPECT_OK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
 	EXPECT_ERR(mdb_put(txn, dbi, &k, &v, 0));
 	EXPECT_ERR(mdb_del(txn, dbi, &k, NULL));
+	/* Renewed while live, reset twice, read while reset, its cursor
+	 * renewed on it while reset, renewed after its end. */
+	EXPECT_ERR(mdb_txn_renew(txn));
+	EXPECT_OK(mdb_cursor_open(txn, dbi, &cur));
+	EXPECT_OK(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
+	mdb_txn_reset(txn);
+	mdb_txn_reset(txn);
+	EXPECT_ERR(mdb_get(txn, dbi, &k, &v));
+	EXPECT_ERR(mdb_cursor_get(cur, &k, &v, MDB_NEXT));
+	EXPECT_ERR(mdb_cursor_renew(txn, cur));
+	EXPECT_OK(mdb_txn_renew(txn));
+	EXPECT_ERR(mdb_txn_renew(txn));
+	EXPECT_OK(mdb_cursor_renew(txn, cur));
+	EXPECT_OK(mdb_cursor_get(cur, &k, &v, MDB_FIRST));
+	dead = txn;
 	mdb_txn_abort(txn);
+	EXPECT_ERR(mdb_txn_renew(dead));
+	EXPECT_ERR(mdb_cursor_renew(dead, cur));
+	mdb_txn_reset(dead);
+	mdb_cursor_close(cur);
+	/* A write transaction is not renewed. */
+	EXPECT_OK(mdb_txn_begin(env, NULL, 0, &txn));
+	mdb_txn_reset(txn);
+	EXPECT_ERR(mdb_txn_renew(txn));
+	EXPECT_OK(mdb_get(txn, dbi, &k, &v));
+	mdb_txn_abort(txn);
+
+	/* Descriptors: none through a dead handle or NULL; a copy to a bad
+	 * descriptor or with unknown flags fails. */
+	{
+		int fd = 0;
+		EXPECT_ERR(mdb_env_get_fd(NULL, &fd));
+		EXPECT_ERR(mdb_env_get_fd((MDB_env *)bogus, &fd));
+		EXPECT_ERR(mdb_env_get_fd(env, NULL));
+		EXPECT_ERR(mdb_env_copyfd(NULL, 1));
+		EXPECT_ERR(mdb_env_copyfd(env, -1));
+		EXPECT_ERR(mdb_env_copyfd(env, 999999));
+		EXPECT_ERR(mdb_env_copyfd2(env, 1, 0x100));
+		EXPECT_ERR(mdb_env_copy2(env, NULL, 0));
+	}
 
 	/* A dbi of another environment. */
 	EXPECT_OK(mdb_env_create(&env2));
@@ -166,6 +205,11 @@ int main(void)
 	mdb_env_close(env2);
 	EXPECT_ERR(mdb_txn_begin(closed, NULL, 0, &txn));
 	EXPECT_ERR(mdb_env_stat(closed, &st));
+	{
+		int fd = 0;
+		EXPECT_ERR(mdb_env_get_fd(closed, &fd));
+		EXPECT_ERR(mdb_env_copyfd(closed, 1));
+	}
 	mdb_env_close(closed);
 
 	mdb_env_close(env);

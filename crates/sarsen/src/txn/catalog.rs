@@ -161,7 +161,10 @@ pub(super) fn check_order(
 /// (`recorded_name`: its comparator of values), and attaches a user
 /// comparator of values to `db`'s handle. An empty main database with no
 /// mode recorded passes in any mode (it reads alike; a write transaction
-/// then records the given one).
+/// then records the given one), and so does one recorded with integer
+/// values of one width given the same mode with the other width (LMDB's
+/// `MDB_INTEGERDUP` compares integers of the size it is given; as
+/// [`adoptable`] for keys).
 pub(super) fn check_dups(
     env: &Shared,
     db: Database,
@@ -169,11 +172,22 @@ pub(super) fn check_dups(
     recorded_name: Option<&str>,
     opts: &DbOptions,
 ) -> Result<()> {
-    use crate::page::record::DUP_MASK;
+    use crate::page::record::{DUP_MASK, DUP_ORDER_SHIFT};
     let flags = opts.dup_flags()?;
     let given = opts.dup_comparator_name();
     let recorded = rec.flags & DUP_MASK;
-    let empty_main = db.dbi == 0 && rec.root == 0 && recorded == 0;
+    let int = |f: u16| {
+        matches!(
+            (f >> DUP_ORDER_SHIFT) & 7,
+            order::CODE_U32 | order::CODE_U64
+        )
+    };
+    let order_bits = 7 << DUP_ORDER_SHIFT;
+    let other_width = int(recorded)
+        && int(flags)
+        && recorded & !order_bits == flags & !order_bits
+        && recorded_name.is_none();
+    let empty_main = db.dbi == 0 && rec.root == 0 && (recorded == 0 || other_width);
     if (recorded != flags || recorded_name != given) && !empty_main {
         return Err(Error::DupModeMismatch {
             db: env.registry.name(db)?.unwrap_or_default().into(),
@@ -471,7 +485,8 @@ impl<'env> RwTxn<'env> {
 
     /// Checks the duplicate mode of `opts` against `db`'s and attaches a
     /// comparator of values ([`check_dups`]); an empty main database with
-    /// no mode recorded takes the given one.
+    /// no mode recorded takes the given one, and one recorded with integer
+    /// values the other width.
     pub(super) fn apply_dups(&mut self, db: Database, opts: &DbOptions) -> Result<()> {
         use crate::page::record::DUP_MASK;
         let rec = self.tree(db)?;
@@ -482,7 +497,8 @@ impl<'env> RwTxn<'env> {
         if rec.flags & DUP_MASK == flags && recorded_name.as_deref() == given {
             return Ok(());
         }
-        // Only an empty main database with no mode recorded gets here.
+        // Only an empty main database with no mode recorded, or with
+        // integer values of the other width, gets here.
         self.w.main.flags = (self.w.main.flags & !DUP_MASK) | flags;
         self.w.main_changed = true;
         if let Some(c) = given {

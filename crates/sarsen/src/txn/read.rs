@@ -76,21 +76,34 @@ impl<'env> RoTxn<'env> {
             SLOT_HINT.with(|h| h.set((env.uid, s)));
             s
         };
-        RoTxn::on_slot(env, slot)
+        RoTxn::on_slot::<true>(env, slot)
     }
 
-    /// A snapshot of the newest commit, read through the busy slot `slot`.
-    /// On error the slot is released.
-    pub(super) fn on_slot(env: &'env Shared, slot: u32) -> Result<RoTxn<'env>> {
+    /// A snapshot of the newest commit, read through the busy slot `slot`
+    /// (which may hold an older snapshot's txnid: a renewal in place). On
+    /// error the slot is released if `RELEASE`, else left busy with txnid
+    /// 0 (idle). (A constant: a run-time flag cost `read_txn` five
+    /// instructions.)
+    pub(super) fn on_slot<const RELEASE: bool>(
+        env: &'env Shared,
+        slot: u32,
+    ) -> Result<RoTxn<'env>> {
         let lock = &env.lock;
         // Publish the snapshot's txnid, then check it is still the newest:
         // a writer that starts after the check sees the slot (SeqCst on both
-        // sides), one that committed before it makes us retry.
+        // sides), one that committed before it makes us retry. Storing over
+        // an older snapshot's txnid is as safe as over 0: the slot holds the
+        // older one or this one, whose pages are read only once the check
+        // passed.
         let p = loop {
             let p = match env.published() {
                 Ok(p) => p,
                 Err(e) => {
-                    lock.release_slot(slot);
+                    if RELEASE {
+                        lock.release_slot(slot);
+                    } else {
+                        lock.slot_txnid(slot).store(0, Ordering::SeqCst);
+                    }
                     return Err(e);
                 }
             };
@@ -112,6 +125,82 @@ impl<'env> RoTxn<'env> {
             main: DbRecord::from_words(&p.main),
             gc: DbRecord::from_words(&p.gc),
         })
+    }
+
+    /// [`reset`](RoTxn::reset) in place, for a transaction kept in one
+    /// place and reused (LMDB's `mdb_txn_reset` of a transaction object
+    /// renewed later): the snapshot ends (its pages become reusable) and
+    /// the reader slot stays this transaction's, idle. Until
+    /// [`renew_in_place`](RoTxn::renew_in_place) the transaction reads as
+    /// an empty environment (txnid 0, an empty main database, no named
+    /// databases) and reads no page. Nothing read before can outlive the
+    /// call (it borrows the transaction mutably).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let env = unsafe { sarsen::Env::open(dir.path()) }.unwrap();
+    /// let mut r = env.read_txn()?;
+    /// r.reset_in_place();
+    /// assert_eq!(r.get(env.main_db(), b"k")?, None);
+    /// let mut w = env.write_txn()?;
+    /// w.put(env.main_db(), b"k", b"v")?;
+    /// w.commit()?;
+    /// r.renew_in_place()?; // the newest commit, on the same slot
+    /// assert_eq!(r.get(env.main_db(), b"k")?, Some(&b"v"[..]));
+    /// # Ok::<(), sarsen::Error>(())
+    /// ```
+    pub fn reset_in_place(&mut self) {
+        if !self.env.forked() {
+            self.env
+                .lock
+                .slot_txnid(self.slot)
+                .store(0, Ordering::SeqCst);
+        }
+        self.empty();
+    }
+
+    /// Forgets the snapshot: no record, no page below the limit.
+    fn empty(&mut self) {
+        self.txnid = 0;
+        self.src.limit = 0;
+        self.catalog = DbRecord::default();
+        self.main = DbRecord::default();
+        self.gc = DbRecord::default();
+    }
+
+    /// [`InactiveRoTxn::renew`] in place: a snapshot of the newest commit
+    /// on this transaction's reader slot, after
+    /// [`reset_in_place`](RoTxn::reset_in_place), or in place of the
+    /// snapshot it holds (which ends). No slot is claimed and nothing is
+    /// allocated.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Forked`](crate::Error::Forked) in a `fork()` child of the
+    /// process that began it (the transaction is left as it was);
+    /// [`Error::Corrupted`](crate::Error::Corrupted) if the lock file's
+    /// published snapshot stays half-written (see
+    /// [`Env::read_txn`](crate::Env::read_txn)): the transaction is then
+    /// left reset, its slot kept.
+    pub fn renew_in_place(&mut self) -> Result<()> {
+        self.env.check_fork()?;
+        // Through `on_slot`, the path of every read transaction, then moved
+        // in: the slot stays ours either way.
+        match RoTxn::on_slot::<false>(self.env, self.slot) {
+            Ok(t) => {
+                // The new transaction's slot is this one's: it must not be
+                // released, so `t` is not dropped.
+                let t = std::mem::ManuallyDrop::new(t);
+                self.txnid = t.txnid;
+                self.src = t.src;
+                (self.catalog, self.main, self.gc) = (t.catalog, t.main, t.gc);
+                Ok(())
+            }
+            Err(e) => {
+                self.empty();
+                Err(e)
+            }
+        }
     }
 
     /// Ends the snapshot but keeps the reader slot for a later
@@ -254,8 +343,25 @@ impl<'env> RoTxn<'env> {
         if !ord.fits(key) {
             return Ok(None);
         }
-        let dc = self.dup_order(db, &rec)?;
-        get_in(self.src, &rec, ord, dc, key)
+        if rec.flags & crate::page::record::DUPSORT == 0 {
+            return btree::get(self.src, &rec, ord, key);
+        }
+        self.get_dup(db, &rec, ord, key)
+    }
+
+    /// [`get`](RoTxn::get) in a DUPSORT tree `rec`: out of line, so that
+    /// the inlined `get` of a plain tree stays small wherever it is
+    /// compiled.
+    #[inline(never)]
+    fn get_dup(
+        &self,
+        db: Database,
+        rec: &DbRecord,
+        ord: Order<'_>,
+        key: &[u8],
+    ) -> Result<Option<&[u8]>> {
+        let dc = self.dup_order(db, rec)?;
+        get_in(self.src, rec, ord, dc, key)
     }
 
     /// A cursor over `db`, unpositioned.
@@ -426,7 +532,8 @@ impl<'env> RoTxn<'env> {
     /// in it is attached, so a read transaction of a fresh environment can
     /// read a database whose values it sorts (an empty main database with
     /// no duplicate mode recorded reads alike in any mode, and takes the
-    /// comparator).
+    /// comparator; one recorded with integer values reads alike with
+    /// integers of the other width).
     ///
     /// # Errors
     ///
@@ -598,7 +705,7 @@ impl<'env> InactiveRoTxn<'env> {
         self.env.check_fork()?;
         let (env, slot) = (self.env, self.slot);
         std::mem::forget(self);
-        RoTxn::on_slot(env, slot)
+        RoTxn::on_slot::<true>(env, slot)
     }
 }
 
