@@ -345,6 +345,7 @@ fn report_has_every_column_and_json_and_out_folder() {
         "readwhilewriting-writes.svg",
         "load-time.svg",
         "throughput.svg",
+        "fillsync-threads.svg",
     ] {
         let svg = std::fs::read_to_string(out_dir.join(chart)).expect(chart);
         assert!(svg.contains("sarsen") && svg.contains("lmdb"), "{chart}");

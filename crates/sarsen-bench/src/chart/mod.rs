@@ -55,6 +55,8 @@ pub const WRITES_SVG: &str = "readwhilewriting-writes.svg";
 pub const LOAD_SVG: &str = "load-time.svg";
 /// File name of the throughput-per-workload chart.
 pub const THROUGHPUT_SVG: &str = "throughput.svg";
+/// File name of the fillsync-commit-rate-against-writer-threads chart.
+pub const FILLSYNC_SVG: &str = "fillsync-threads.svg";
 
 /// Writes every chart the rows support into `dir` (created if missing); returns the files written.
 ///
@@ -63,7 +65,10 @@ pub const THROUGHPUT_SVG: &str = "throughput.svg";
 /// - [`WRITES_SVG`]: `readwhilewriting` write rate (the one writer) against reader threads;
 /// - [`LOAD_SVG`]: bars of load time (`wall_s` of the fill workloads but `fillsync`);
 /// - [`THROUGHPUT_SVG`]: one panel of bars per workload, ops/s (reads/s for
-///   `readwhilewriting`) against threads.
+///   `readwhilewriting`) against threads;
+/// - [`FILLSYNC_SVG`]: `fillsync` commit rate (one put per durable commit) against
+///   writer threads, a line per series, when fillsync ran at two thread counts or
+///   more (group commit shows as a rising line).
 ///
 /// A series is an engine, or "engine/allocator" when the allocator is not "". Repeated
 /// rows for the same (series, workload, threads) are reduced to their median; NaN,
@@ -102,6 +107,19 @@ pub fn write_charts(
         )?;
         charts.push((WRITES_SVG, svg));
     }
+    let commits = data.medians(|w| w == "fillsync", |r| r.ops_per_sec);
+    let commit_threads: BTreeSet<usize> = commits.keys().map(|&(_, t, _)| t).collect();
+    if commit_threads.len() > 1 {
+        let svg = line_chart(
+            title,
+            "fillsync: durable one-put commits of all writer threads",
+            WRITER_THREADS,
+            COMMIT_RATE,
+            &data.series,
+            &commits,
+        )?;
+        charts.push((FILLSYNC_SVG, svg));
+    }
     let loads = data.medians(is_load, |r| r.wall_s);
     if !loads.is_empty() {
         charts.push((LOAD_SVG, load_chart(title, &data.series, &loads)?));
@@ -132,6 +150,8 @@ const LOAD_TIME: &str = "load time (s)";
 const WORKLOAD: &str = "workload";
 const THREADS: &str = "threads";
 const OPS_RATE: &str = "throughput (ops/s)";
+const WRITER_THREADS: &str = "writer threads";
+const COMMIT_RATE: &str = "commit rate (commits/s)";
 
 /// Whether the workload loads a new database: the fills, except `fillsync`, which
 /// writes only `num/1000` keys and so is no load of the whole data set.

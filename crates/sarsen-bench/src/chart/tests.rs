@@ -170,6 +170,36 @@ fn all_charts_from_synthetic_rows() {
     }
 }
 
+/// fillsync at several writer-thread counts gets its own line chart; at one
+/// count (the main job's) it does not.
+#[test]
+fn fillsync_over_writer_threads_gets_a_line_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = Vec::new();
+    for t in [1, 2, 4, 8] {
+        rows.push(row("sarsen", "", "fillsync", t, 4.0e3));
+        rows.push(row("rocksdb", "", "fillsync", t, 3.0e3 * t as f64));
+    }
+    let files = write_charts(dir.path(), "group commit", &rows).unwrap();
+    assert!(
+        names(&files).contains(&FILLSYNC_SVG.to_string()),
+        "{files:?}"
+    );
+    let texts = texts(&read_svg(&dir.path().join(FILLSYNC_SVG)));
+    for want in ["sarsen", "rocksdb", WRITER_THREADS, COMMIT_RATE, "1", "8"] {
+        assert!(
+            texts.iter().any(|t| t == want),
+            "no text {want:?} in {texts:?}"
+        );
+    }
+    let single = tempfile::tempdir().unwrap();
+    let files = write_charts(single.path(), "main job", &synthetic()).unwrap();
+    assert!(
+        !names(&files).contains(&FILLSYNC_SVG.to_string()),
+        "{files:?}"
+    );
+}
+
 #[test]
 fn series_keep_their_colour_across_charts() {
     let dir = tempfile::tempdir().unwrap();
