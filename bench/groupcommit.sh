@@ -8,17 +8,17 @@
 # and charts the commit rate against writer threads (fillsync-threads.svg), in
 # results/groupcommit (or $RESULTS).
 #
-# fillsync writes NUM/1000 commits in all at each thread count (NUM: 4,000,000
-# by default, 4,000 commits). RocksDB is a C++ build of 20-50 minutes the first
+# fillsync writes NUM/1000 commits in all at each thread count (NUM: 10,000,000
+# by default, 10,000 commits; a few minutes in all). RocksDB is a C++ build of 20-50 minutes the first
 # time (ENGINES without rocksdb skips it). Extra arguments go to sarsen-bench:
 #   bench/groupcommit.sh --repeat 3
-#   NUM=10000000 THREADS=1,2,4,8,16 bench/groupcommit.sh
+#   NUM=20000000 THREADS=1,2,4,8,16 bench/groupcommit.sh
 # bench/run.sh runs this after the main job with GROUP=1.
 source "$(dirname "$0")/lib.sh"
 
 ENGINES="${ENGINES:-sarsen,lmdb,libmdbx,rocksdb,redb,fjall}"
 RESULTS="${RESULTS:-$ROOT/results/groupcommit}"
-NUM="${NUM:-4000000}"
+NUM="${NUM:-10000000}"
 THREADS="${THREADS:-1,2,4,8}"
 
 build "$ENGINES"
