@@ -32,6 +32,7 @@ pub fn scaling(w: Workload, rows: &[Record]) -> String {
         }
     }
     let mut cells = Vec::new();
+    let mut repeated = false;
     for s in &series {
         let mut base: Option<f64> = None;
         for &t in &counts {
@@ -40,9 +41,10 @@ pub fn scaling(w: Workload, rows: &[Record]) -> String {
                 .filter(|r| r.series == *s && r.threads == t)
                 .map(|r| (*r).clone())
                 .collect();
-            let Some(&(r, _)) = medians(w, &of).first() else {
+            let Some(&(r, runs)) = medians(w, &of).first() else {
                 continue;
             };
+            repeated |= runs > 1;
             let rate = r.commits_per_sec.unwrap_or(r.ops_per_sec);
             let rate0 = *base.get_or_insert(rate);
             let against = if rate0 > 0.0 {
@@ -76,6 +78,10 @@ pub fn scaling(w: Workload, rows: &[Record]) -> String {
         "scaling",
     ];
     out.push_str(&markdown(&head, &cells));
+    out.push('\n');
+    if repeated {
+        let _ = writeln!(out, "each row: the run with the median rate of its runs  ");
+    }
     out.push('\n');
     out
 }
@@ -112,6 +118,7 @@ mod tests {
         }
         let s = scaling(Workload::FillSync, &rows);
         assert!(s.starts_with("## fillsync against writer threads\n"), "{s}");
+        assert!(s.contains("the run with the median rate"), "{s}");
         let lines: Vec<&str> = s.lines().filter(|l| l.starts_with("| ")).collect();
         // Header and rule, then the rows: series in order of appearance, threads
         // ascending.
