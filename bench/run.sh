@@ -7,6 +7,10 @@
 # results/default (or $RESULTS). Extra arguments go to sarsen-bench, e.g.
 #   bench/run.sh --num 100000
 #   ENGINES=sarsen,lmdb,libmdbx,redb,rocksdb bench/run.sh
+# With GROUP=1, then issue 20's group-commit pass, bench/groupcommit.sh:
+# fillsync with 1, 2, 4 and 8 writer threads for sarsen, lmdb, libmdbx,
+# rocksdb, redb and fjall (GROUP_ENGINES), into $RESULTS/groupcommit; it takes
+# no extra arguments from here, and builds RocksDB (a long C++ build) once.
 source "$(dirname "$0")/lib.sh"
 
 ENGINES="${ENGINES:-sarsen,lmdb,libmdbx,redb,fjall}"
@@ -28,4 +32,9 @@ if [ "${#PWRITE[@]}" -ge 2 ] && [ -z "${NO_PWRITE:-}" ]; then
         --benchmarks fillrandom,overwrite,readwhilewriting,updaterandom,deleterandom \
         --out "$RESULTS/pwrite" "$@"
     echo "default-mode (pwrite) results in $RESULTS/pwrite" >&2
+fi
+
+if [ -n "${GROUP:-}" ] && [ "${GROUP}" != 0 ]; then
+    ENGINES="${GROUP_ENGINES:-sarsen,lmdb,libmdbx,rocksdb,redb,fjall}" \
+        RESULTS="$RESULTS/groupcommit" "$ROOT/bench/groupcommit.sh"
 fi

@@ -41,7 +41,7 @@ fn value_steps() -> Vec<CheckStep> {
         (Overwrite, 1, 1),
         (UpdateRandom, 1, 1),
         (ReadSeq, 1, 1),
-        (FillSync, 1, 1),
+        (FillSync, 2, 1),
         (ReadSeq, 1, 1),
         (ReadRandom, 2, 1),
         (ReadWhileWriting, 2, 4),

@@ -55,7 +55,9 @@ pub struct Cli {
 
     /// Comma-separated thread counts: readers for readrandom and readwhilewriting,
     /// writers for overwrite/updaterandom/mergerandom/deleterandom (on engines that
-    /// allow concurrent writers). Threaded workloads run once per count.
+    /// allow concurrent writers), and fillsync's writer threads (on every engine,
+    /// each committing its own one-put durable transactions). Threaded workloads
+    /// run once per count.
     #[arg(long = "threads", value_delimiter = ',', default_value = "1",
           value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub threads: Vec<u16>,
@@ -246,8 +248,8 @@ pub struct Params {
     pub key_size: usize,
     /// Value length in bytes.
     pub value_size: usize,
-    /// Reader threads, or writer threads (of engines with concurrent writers), of
-    /// this step.
+    /// Reader threads, or writer threads (of engines with concurrent writers; of
+    /// every engine for fillsync), of this step.
     pub threads: usize,
     /// Writes per transaction.
     pub batch: usize,

@@ -249,6 +249,7 @@ pub fn bench(cli: &Cli) -> ExitCode {
     let mut records = Vec::new();
     let mut failed = false;
     for &w in &cli.benchmarks {
+        let first_record = records.len();
         // Runs of this workload so far, to skip repeats of single-writer engines.
         let mut done: HashSet<(Series, usize)> = HashSet::new();
         let counts = if w.is_threaded() {
@@ -271,7 +272,8 @@ pub fn bench(cli: &Cli) -> ExitCode {
                     notes.push(format!("{}: no cursor delete, not run", s.name()));
                     continue;
                 }
-                // Single-writer engines write with one thread whatever --threads says.
+                // Single-writer engines write existing keys with one thread whatever
+                // --threads says (fillsync's writers run on every engine).
                 let effective = if w.has_writers() && !s.engine.concurrent_writers() {
                     1
                 } else {
@@ -324,6 +326,10 @@ pub fn bench(cli: &Cli) -> ExitCode {
             text.push_str(&table);
             records.extend(rows);
         }
+        // fillsync over several thread counts: commits/s and latency against threads.
+        let summary = report::scaling(w, &records[first_record..]);
+        print!("{summary}");
+        text.push_str(&summary);
     }
     let doc = report::JsonReport::new(&params, &engines, &records);
     if let Some(path) = &cli.json {

@@ -29,7 +29,8 @@ pub enum Workload {
     /// Write a random permutation of `num` keys, `batch` per transaction, into a new DB.
     #[value(name = "fillrandom")]
     FillRandom,
-    /// Write `num/1000` random keys into a new DB, one durable commit per write.
+    /// Write `num/1000` random keys into a new DB, one durable commit per write,
+    /// shared among `threads` writer threads on every engine (distinct keys each).
     #[value(name = "fillsync")]
     FillSync,
     /// Rewrite `writes` random existing keys with new values, `batch` per transaction.
@@ -127,6 +128,15 @@ impl Workload {
         )
     }
 
+    /// Whether the workload's writer threads each commit their own durable
+    /// transactions into a new database (fillsync): every engine runs `threads` of
+    /// them, single-writer engines queuing on their writer lock, so that the rate
+    /// against threads shows whether concurrent commits share their syncs (group
+    /// commit).
+    pub fn has_commit_writers(self) -> bool {
+        self == Workload::FillSync
+    }
+
     /// Whether the workload deletes through a write cursor (engines without
     /// one skip it).
     pub fn needs_cursor_delete(self) -> bool {
@@ -135,7 +145,7 @@ impl Workload {
 
     /// Whether `--threads` applies.
     pub fn is_threaded(self) -> bool {
-        self.has_readers() || self.has_writers()
+        self.has_readers() || self.has_writers() || self.has_commit_writers()
     }
 
     /// Whether the workload is a full scan.
@@ -230,6 +240,16 @@ pub fn fillsync_count(num: u64) -> u64 {
     (num / 1000).max(1)
 }
 
+/// The operations `0..total` that thread `t` of `threads` does: contiguous,
+/// disjoint shares that together cover `0..total`, each within one of the
+/// others' length (empty for every thread past `total`). `threads` of 0 is
+/// taken as 1.
+pub fn thread_share(total: u64, threads: usize, t: usize) -> std::ops::Range<u64> {
+    let threads = threads.max(1) as u128;
+    let at = |i: usize| (u128::from(total) * (i as u128).min(threads) / threads) as u64;
+    at(t)..at(t + 1)
+}
+
 /// Which key indexes of `0..num` a database holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -322,5 +342,114 @@ impl ExistingKeys {
             }
             _ => r % self.num,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn params(num: u64, threads: usize) -> Params {
+        Params {
+            num,
+            reads: num,
+            writes: num,
+            key_size: 16,
+            value_size: 100,
+            threads,
+            batch: 1,
+            read_batch: 1,
+            seed: 301,
+            duration: 0,
+            writes_per_second: 0,
+            sync: false,
+            merge_operator: None,
+            cache_bytes: 0,
+            wt_lsm: false,
+            write_map: true,
+        }
+    }
+
+    /// fillsync's writer threads write distinct keys that together are exactly
+    /// the keys the runner then records as present (`KeySet::FillSyncPrefix`, whose
+    /// keys `ExistingKeys` picks from), for thread counts below, at and above the
+    /// number of writes.
+    #[test]
+    fn fillsync_threads_write_distinct_keys_covering_its_key_set() {
+        for (num, threads) in [
+            (1, 1),
+            (999, 3),
+            (5000, 1),
+            (5000, 2),
+            (7000, 4),
+            (9000, 8),
+            (3000, 8),
+        ] {
+            let p = params(num, threads);
+            let n = fillsync_count(num);
+            let perm = Permutation::new(num, p.seed ^ SALT_FILLSYNC);
+            let mut written = BTreeSet::new();
+            let mut sizes = Vec::new();
+            for t in 0..threads {
+                let share = thread_share(n, threads, t);
+                sizes.push(share.end - share.start);
+                for i in share {
+                    assert!(
+                        written.insert(perm.get(i)),
+                        "num {num}: thread {t} repeats a key"
+                    );
+                }
+            }
+            let (lo, hi) = (sizes.iter().min(), sizes.iter().max());
+            assert!(
+                hi.zip(lo).is_some_and(|(h, l)| h - l <= 1),
+                "uneven shares {sizes:?}"
+            );
+            // The model: the database fillsync leaves, as the runner records it.
+            let state = Workload::FillSync
+                .state_after(&p, None)
+                .expect("a fill's state");
+            assert_eq!(state.entries, written.len() as u64);
+            let model: BTreeSet<u64> = (0..n).map(|i| perm.get(i)).collect();
+            assert_eq!(written, model, "num {num}, {threads} threads");
+            if state.keys == KeySet::FillSyncPrefix {
+                let keys = ExistingKeys::new(&p, Some(state));
+                for r in (0..4 * n).map(mix64) {
+                    assert!(
+                        model.contains(&keys.pick(r)),
+                        "picked a key fillsync did not write"
+                    );
+                }
+            } else {
+                assert_eq!(state.keys, KeySet::All);
+                assert_eq!(model, (0..num).collect());
+            }
+        }
+    }
+
+    #[test]
+    fn thread_shares_split_evenly_and_cover_everything() {
+        for (total, threads) in [(0, 1), (0, 3), (1, 4), (10, 3), (1000, 8), (u64::MAX, 7)] {
+            let mut next = 0;
+            for t in 0..threads {
+                let s = thread_share(total, threads, t);
+                assert_eq!(s.start, next, "shares are contiguous");
+                next = s.end;
+            }
+            assert_eq!(next, total, "shares cover 0..{total}");
+            assert!(thread_share(total, threads, threads + 3).is_empty());
+        }
+        assert_eq!(thread_share(5, 0, 0), 0..5);
+    }
+
+    #[test]
+    fn only_fillsync_has_commit_writers_and_it_is_threaded() {
+        assert!(Workload::FillSync.has_commit_writers() && Workload::FillSync.is_threaded());
+        for w in [Workload::FillSeq, Workload::FillRandom, Workload::Overwrite] {
+            assert!(!w.has_commit_writers(), "{w:?}");
+        }
+        assert!(!Workload::FillSeq.is_threaded() && !Workload::ReadSeq.is_threaded());
     }
 }

@@ -259,6 +259,11 @@ fn report_has_every_column_and_json_and_out_folder() {
         "## fillseq",
         "## readwhilewriting, 2 thread(s)",
         "## deleterandom, 1 thread(s)",
+        "## fillsync, 1 thread(s)",
+        "## fillsync, 2 thread(s)",
+        "## fillsync against writer threads",
+        "| commits/s |",
+        "| scaling |",
         "ratio sarsen/lmdb",
         "found: sarsen 3000 of 3000",
         "| p99.9 us |",
@@ -270,8 +275,9 @@ fn report_has_every_column_and_json_and_out_folder() {
     // Single-writer engines run deleterandom once, not once per thread count.
     assert!(!stdout.contains("## deleterandom, 2 thread(s)"), "{stdout}");
     let recs = records(&json);
-    // readrandom x2, fillseq, readwhilewriting x2, fillsync, deleterandom: per engine.
-    assert_eq!(recs.len(), 14, "{recs:#?}");
+    // readrandom x2, fillseq, readwhilewriting x2, fillsync x2 (writer threads on
+    // every engine), deleterandom: per engine.
+    assert_eq!(recs.len(), 16, "{recs:#?}");
     for r in &recs {
         let w = r["workload"].as_str().expect("workload");
         let num = |f: &str| r[f].as_f64().unwrap_or_else(|| panic!("{w}: {f} in {r}"));
@@ -295,6 +301,9 @@ fn report_has_every_column_and_json_and_out_folder() {
         }
         if w == "fillsync" {
             assert_eq!(r["sync"], true, "{r}");
+            // One put per commit: the commit rate is the write rate.
+            assert_eq!(num("commits_per_sec"), num("write_ops_per_sec"), "{r}");
+            assert_eq!(num("write_ops"), 3.0, "{r}");
             // Durable commits wait for the device: the process sleeps.
             assert!(num("vol_ctx_sw") > 0.0, "{r}");
         }
@@ -309,6 +318,22 @@ fn report_has_every_column_and_json_and_out_folder() {
         .map(|r| r["threads"].as_u64().expect("threads"))
         .collect();
     assert_eq!(threads, [1, 1, 2, 2]);
+    let fillsync: Vec<(&str, u64)> = recs
+        .iter()
+        .filter(|r| r["workload"] == "fillsync")
+        .map(|r| {
+            let engine = r["engine"].as_str().expect("engine");
+            (engine, r["threads"].as_u64().expect("threads"))
+        })
+        .collect();
+    assert_eq!(
+        fillsync,
+        [("sarsen", 1), ("lmdb", 1), ("sarsen", 2), ("lmdb", 2)]
+    );
+    assert!(recs
+        .iter()
+        .filter(|r| r["workload"] != "fillsync")
+        .all(|r| r["commits_per_sec"].is_null()));
     let report = std::fs::read_to_string(out_dir.join("report.md")).expect("report.md");
     assert!(
         report.contains("## fillseq") && report.contains("command:"),
@@ -320,6 +345,7 @@ fn report_has_every_column_and_json_and_out_folder() {
         "readwhilewriting-writes.svg",
         "load-time.svg",
         "throughput.svg",
+        "fillsync-threads.svg",
     ] {
         let svg = std::fs::read_to_string(out_dir.join(chart)).expect(chart);
         assert!(svg.contains("sarsen") && svg.contains("lmdb"), "{chart}");

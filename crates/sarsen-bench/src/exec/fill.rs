@@ -1,4 +1,4 @@
-//! fillseq, fillrandom and fillsync: new databases.
+//! fillseq and fillrandom: new databases loaded in transactions of `batch`.
 
 use std::time::Instant;
 
@@ -7,7 +7,6 @@ use crate::data::Permutation;
 use crate::engines::{Engine, Result};
 use crate::latency::Latency;
 use crate::progress::Progress;
-use crate::workload::{fillsync_count, SALT_FILLSYNC};
 
 /// fillseq / fillrandom: `num` keys, `batch` per transaction.
 pub(super) fn fill<E: Engine>(ctx: &Ctx<'_, E>, sequential: bool) -> Result<Measurement> {
@@ -46,32 +45,6 @@ pub(super) fn fill<E: Engine>(ctx: &Ctx<'_, E>, sequential: bool) -> Result<Meas
         threads: 1,
         write_ops: n,
         bytes_written: n * (ks + ctx.values.size()) as u64,
-        write_latency: lat.summary(),
-        ..Measurement::default()
-    })
-}
-
-/// fillsync: `num/1000` keys in random order, one durable commit per write. The keys
-/// are the first `num/1000` of a seeded permutation (`KeySet::FillSyncPrefix`).
-pub(super) fn fill_sync<E: Engine>(ctx: &Ctx<'_, E>) -> Result<Measurement> {
-    let n = fillsync_count(ctx.p.num);
-    let perm = Permutation::new(ctx.p.num, ctx.p.seed ^ SALT_FILLSYNC);
-    let mut key = vec![0u8; ctx.keys.size()];
-    let mut lat = Latency::new();
-    let start = Instant::now();
-    for i in 0..n {
-        let idx = perm.get(i);
-        ctx.keys.write(idx, &mut key);
-        let t = Instant::now();
-        ctx.engine
-            .write_batch(&[(&key, ctx.values.get(idx, 0))], false)?;
-        lat.record(t.elapsed(), 1);
-    }
-    Ok(Measurement {
-        wall_s: start.elapsed().as_secs_f64(),
-        threads: 1,
-        write_ops: n,
-        bytes_written: n * (key.len() + ctx.values.size()) as u64,
         write_latency: lat.summary(),
         ..Measurement::default()
     })

@@ -1,11 +1,13 @@
 //! The child side: runs one workload on one engine and measures its timed section.
 //!
-//! One module per kind of workload: [`fill`] (new databases), [`read`] (gets, scans,
-//! and readwhilewriting), [`write`] (writes to existing keys), [`cursor`]
-//! (deletes through a write cursor).
+//! One module per kind of workload: [`fill`] (new databases), [`fillsync`]
+//! (durable one-put commits by writer threads), [`read`] (gets, scans, and
+//! readwhilewriting), [`write`] (writes to existing keys), [`cursor`] (deletes
+//! through a write cursor).
 
 mod cursor;
 mod fill;
+mod fillsync;
 mod read;
 mod write;
 
@@ -161,7 +163,7 @@ fn run<E: Engine>(spec: &Spec) -> Result<Measurement> {
     let mut m = match w {
         Workload::FillSeq => fill::fill(&ctx, true)?,
         Workload::FillRandom => fill::fill(&ctx, false)?,
-        Workload::FillSync => fill::fill_sync(&ctx)?,
+        Workload::FillSync => fillsync::fill_sync(&ctx)?,
         Workload::ReadRandom => read::read_random(&ctx)?,
         Workload::ReadSeq => read::read_seq(&ctx, false)?,
         Workload::ReadReverse => read::read_seq(&ctx, true)?,

@@ -11,7 +11,7 @@ use crate::data::{mix64, Permutation};
 use crate::engines::{Engine, Result};
 use crate::latency::Latency;
 use crate::progress::Progress;
-use crate::workload::{ExistingKeys, Workload, SALT_DELETE};
+use crate::workload::{thread_share, ExistingKeys, Workload, SALT_DELETE};
 
 /// What one writer thread did.
 #[derive(Default)]
@@ -62,10 +62,9 @@ pub(super) fn write_existing<E: Engine>(ctx: &Ctx<'_, E>, w: Workload) -> Result
     let results: Vec<Result<WriteStats>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let lo = total * t as u64 / threads as u64;
-                let hi = total * (t as u64 + 1) / threads as u64;
+                let ops = thread_share(total, threads, t);
                 let progress = &progress;
-                s.spawn(move || writer(ctx, w, t, lo..hi, progress))
+                s.spawn(move || writer(ctx, w, t, ops, progress))
             })
             .collect();
         handles

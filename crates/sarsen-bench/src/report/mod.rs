@@ -1,6 +1,7 @@
 //! Records and their presentation: Markdown tables in the style of Symas' reports, and
 //! JSON for machines.
 
+mod scaling;
 mod table;
 
 use std::path::Path;
@@ -13,6 +14,7 @@ use crate::engines::{EngineKind, Result};
 use crate::runner::{Series, Step};
 use crate::workload::Workload;
 
+pub use scaling::scaling;
 pub use table::{header, table};
 
 /// Bytes per MB in the tables.
@@ -20,6 +22,7 @@ const MB: f64 = 1e6;
 
 /// Every column of one (engine, workload) run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[cfg_attr(test, derive(Default))]
 pub struct Record {
     /// Engine name.
     pub engine: String,
@@ -43,7 +46,8 @@ pub struct Record {
     pub reads: u64,
     /// Threads doing the workload's operations: readers (readrandom,
     /// readwhilewriting), writers (overwrite, updaterandom, mergerandom,
-    /// deleterandom: 1 on single-writer engines), 1 otherwise.
+    /// deleterandom: 1 on single-writer engines; fillsync: every engine), 1
+    /// otherwise.
     pub threads: usize,
     /// Writes per transaction.
     pub batch: usize,
@@ -82,6 +86,10 @@ pub struct Record {
     pub micros_per_op: f64,
     /// Microseconds per write of the readwhilewriting writer (0 elsewhere).
     pub write_micros_per_op: f64,
+    /// Durable commits per second of all writer threads together, for fillsync (one
+    /// put per commit, so `write_ops / wall_s`); None for other workloads.
+    #[serde(default)]
+    pub commits_per_sec: Option<f64>,
     /// Median latency of one get (readers) or one write (writers, a transaction's
     /// time divided by its writes), in microseconds; None for scans.
     pub p50_us: Option<f64>,
@@ -213,6 +221,9 @@ impl Record {
             write_ops_per_sec: per(m.write_ops, wall),
             micros_per_op,
             write_micros_per_op,
+            commits_per_sec: workload
+                .has_commit_writers()
+                .then(|| per(m.write_ops, wall)),
             p50_us: lat.map(|l| l.p50_us),
             p99_us: lat.map(|l| l.p99_us),
             p999_us: lat.map(|l| l.p999_us),
@@ -405,6 +416,16 @@ pub fn merge_reports(files: &[std::path::PathBuf], out: &Path) -> Result<()> {
         let mut p = docs[*i].params.clone();
         p.threads = *t;
         text.push_str(&table(workload, &p, &rows, &[]));
+    }
+    let mut scaled: Vec<&str> = Vec::new();
+    for (w, _, _) in &sections {
+        if !scaled.contains(&w.as_str()) {
+            scaled.push(w);
+            if let Some(workload) = Workload::from_name(w) {
+                let rows: Vec<Record> = all.iter().filter(|r| r.workload == *w).cloned().collect();
+                text.push_str(&scaling(workload, &rows));
+            }
+        }
     }
     let merged = JsonReport {
         command: command_line(),

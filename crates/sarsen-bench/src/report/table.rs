@@ -74,8 +74,11 @@ fn describe(w: Workload, p: &Params) -> String {
             p.num, p.batch
         ),
         Workload::FillSync => format!(
-            "{} writes in random key order, one durable (fsync'd) commit each, new DB",
-            fillsync_count(p.num)
+            "{} writes in random key order, one durable (fsync'd) commit each, shared by \
+             {} writer thread(s) (distinct keys each, on every engine), new DB; ops/s is \
+             commits/s, latency is per commit",
+            fillsync_count(p.num),
+            p.threads
         ),
         Workload::Overwrite => format!("new values for random existing keys: {writers}{sync}"),
         Workload::ReadRandom => format!("{readers} of random keys, {per_txn}"),
@@ -114,7 +117,7 @@ fn describe(w: Workload, p: &Params) -> String {
 }
 
 /// Renders rows as a Markdown table with aligned columns (first column left-aligned).
-fn markdown(head: &[&str], rows: &[Vec<String>]) -> String {
+pub(super) fn markdown(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
     for r in rows {
         for (w, c) in width.iter_mut().zip(r) {
@@ -164,7 +167,7 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
-fn opt(x: Option<f64>) -> String {
+pub(super) fn opt(x: Option<f64>) -> String {
     x.map_or("-".to_string(), |v| format!("{v:.2}"))
 }
 
@@ -252,7 +255,7 @@ fn rate(w: Workload, r: &Record) -> f64 {
 /// One record per series, in order of first appearance: the repetition with the
 /// median rate (the upper middle one of an even count), with the number of
 /// repetitions.
-fn medians(w: Workload, rows: &[Record]) -> Vec<(&Record, usize)> {
+pub(super) fn medians(w: Workload, rows: &[Record]) -> Vec<(&Record, usize)> {
     let mut groups: Vec<Vec<&Record>> = Vec::new();
     for r in rows {
         match groups.iter_mut().find(|g| g[0].series == r.series) {
