@@ -11,6 +11,7 @@ mod dup;
 mod info;
 mod modes;
 mod nested;
+mod place;
 mod read;
 mod slow;
 mod write;
