@@ -36,13 +36,14 @@ enum At {
     /// Where this pair was before `delete_current` removed it: `next`
     /// returns the pair after it, `prev` the pair before (LMDB's `C_DEL`).
     Deleted(Vec<u8>, Vec<u8>),
-    /// On the pair whose key is `RwCursor::key`: at this place while it is
-    /// current (see [`RwCursor::place`]), else found again by the key.
-    Here(Option<Place>),
+    /// On the pair whose key is `RwCursor::key`: at `RwCursor::place`
+    /// while that is current (see [`RwCursor::placed_on`]), else found
+    /// again by the key.
+    Here,
     /// After `delete_current` removed the pair whose key was
     /// `RwCursor::key` (`C_DEL` again): a current place's leaf index names
     /// the pair that followed it; else found again by the key.
-    Gone(Option<Place>),
+    Gone,
     /// Past the last pair.
     PastEnd,
     /// Before the first pair.
@@ -108,6 +109,10 @@ pub struct RwCursor<'t, 'env> {
     at: At,
     /// The key under `Here`, or deleted under `Gone`.
     key: Vec<u8>,
+    /// Where `Here` or `Gone` stands, when known: set with them, and
+    /// meaningless in any other state. Kept out of `At` so that a step or a
+    /// delete updates the path in place rather than moving it.
+    place: Option<Place>,
     /// The tree's record and key order as of a change count.
     view: Option<(u64, DbRecord, Order<'env>)>,
 }
@@ -121,6 +126,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             dups,
             at: At::Unset,
             key: Vec::new(),
+            place: None,
             view: None,
         })
     }
@@ -132,15 +138,17 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         self.txn.w.tree.changes
     }
 
-    /// The cursor's place and whether it stands on its pair (`Here`), if
-    /// it has one that is current: saved after the last change counted.
-    fn place(&self) -> Option<(Place, bool)> {
-        let (pl, on) = match &self.at {
-            At::Here(Some(pl)) => (*pl, true),
-            At::Gone(Some(pl)) => (*pl, false),
+    /// Whether the cursor stands on its pair (`Here`) or after it
+    /// (`Gone`), if it has a place that is current: saved after the last
+    /// change counted.
+    fn placed_on(&self) -> Option<bool> {
+        let on = match self.at {
+            At::Here => true,
+            At::Gone => false,
             _ => return None,
         };
-        (pl.gen == self.changes()).then_some((pl, on))
+        let pl = self.place.as_ref()?;
+        (pl.gen == self.changes()).then_some(on)
     }
 
     /// Where a move from the current pair starts.
@@ -149,8 +157,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             At::Unset => Origin::Unset,
             At::On(k, v) => Origin::On(k, v),
             At::Deleted(k, v) => Origin::Deleted(k, v),
-            At::Here(_) => Origin::On(&self.key, &[]),
-            At::Gone(_) => Origin::Deleted(&self.key, &[]),
+            At::Here => Origin::On(&self.key, &[]),
+            At::Gone => Origin::Deleted(&self.key, &[]),
             At::PastEnd => Origin::PastEnd,
             At::BeforeStart => Origin::BeforeStart,
         }
@@ -170,15 +178,25 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         }
     }
 
-    /// After a change of the cursor's own that left the tree `rec`: the
-    /// saved view and `path` are current again.
-    fn placed(&mut self, rec: DbRecord, path: crate::btree::Path, on: bool) {
+    /// After a change of the cursor's own through its place that left the
+    /// tree `rec` and stayed in the leaf: the view and the place (whose
+    /// path the change updated) are current again.
+    fn placed(&mut self, rec: DbRecord, on: bool) {
         let gen = self.changes();
         if let Some(v) = &mut self.view {
             *v = (gen, rec, v.2);
         }
-        let pl = Some(Place { path, gen });
-        self.at = if on { At::Here(pl) } else { At::Gone(pl) };
+        if let Some(pl) = &mut self.place {
+            pl.gen = gen;
+        }
+        self.at = if on { At::Here } else { At::Gone };
+    }
+
+    /// Stands on (`on`) or after the pair of `self.key` with no place: it
+    /// is found again by the key.
+    fn unplaced(&mut self, on: bool) {
+        self.place = None;
+        self.at = if on { At::Here } else { At::Gone };
     }
 
     /// After a write by key that left the cursor on the pair `key`, `value`
@@ -188,7 +206,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             self.at = At::On(key, value.to_vec());
         } else {
             self.key = key;
-            self.at = At::Here(None);
+            self.unplaced(true);
         }
     }
 
@@ -198,18 +216,22 @@ impl<'t, 'env> RwCursor<'t, 'env> {
             self.at = At::Deleted(key, value);
         } else {
             self.key = key;
-            self.at = At::Gone(None);
+            self.unplaced(false);
         }
     }
 
-    /// One step from a current place (`place`).
-    fn step(&mut self, (pl, on): (Place, bool), fwd: bool) -> Result<Option<Entry<'_>>> {
-        let (rec, ord) = self.view()?;
-        let gen = self.changes();
+    /// One step from the current place, on its pair (`on`) or after it
+    /// (see [`placed_on`](Self::placed_on)), from leaf index `start` if
+    /// given, else from the place's.
+    fn step(&mut self, start: Option<usize>, on: bool, fwd: bool) -> Result<Option<Entry<'_>>> {
+        let view = self.view()?;
         let src = self.txn.src();
-        let (e, landing) = place::step(src, rec, ord, pl.path, on, fwd)?;
+        let Some(pl) = &mut self.place else {
+            return Err(Error::corrupted(0, "a write cursor's place is missing"));
+        };
+        let (e, landing) = place::step(src, view, &mut pl.path, start, on, fwd)?;
         self.at = match landing {
-            Landing::At(path) => At::Here(Some(Place { path, gen })),
+            Landing::At => At::Here,
             Landing::PastEnd => At::PastEnd,
             Landing::BeforeStart => At::BeforeStart,
         };
@@ -241,8 +263,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 Some((k, _)) if !self.dups => {
                     self.key.clear();
                     self.key.extend_from_slice(k);
-                    let place = c.raw().path().map(|path| Place { path, gen });
-                    Some(At::Here(place))
+                    self.place = c.raw().path().map(|path| Place { path, gen });
+                    Some(At::Here)
                 }
                 Some((k, v)) => Some(At::On(k.to_vec(), v.to_vec())),
                 None if c.is_past_end() => Some(At::PastEnd),
@@ -264,16 +286,16 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     fn entry(&self) -> Result<Option<Entry<'_>>> {
         match &self.at {
             At::On(k, v) => Ok(Some((k, v))),
-            At::Here(Some(pl)) if pl.gen == self.changes() => {
-                place::entry_at(self.txn.src(), &pl.path)
-            }
-            // No current place (a write by key, a split, a failed write):
-            // the pair of the key, if it is still there.
-            At::Here(_) => {
-                let mut c = self.txn.cursor(self.db)?;
-                Ok(c.seek(&self.key)?
-                    .filter(|(k, _)| *k == self.key.as_slice()))
-            }
+            At::Here => match &self.place {
+                Some(pl) if pl.gen == self.changes() => place::entry_at(self.txn.src(), &pl.path),
+                // No current place (a write by key, a split, a failed
+                // write): the pair of the key, if it is still there.
+                _ => {
+                    let mut c = self.txn.cursor(self.db)?;
+                    Ok(c.seek(&self.key)?
+                        .filter(|(k, _)| *k == self.key.as_slice()))
+                }
+            },
             _ => Ok(None),
         }
     }
@@ -297,12 +319,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     pub fn first(&mut self) -> Result<Option<Entry<'_>>> {
         // A place on the left edge (every branch index 0) is in the first
         // leaf: its first pair is the first (a queue popped from the front).
-        if let Some((mut pl, _)) = self.place() {
-            let n = pl.path.len;
-            if pl.path.steps[..n - 1].iter().all(|s| s.idx() == 0) {
-                pl.path.steps[n - 1].set_idx(0);
-                // As after a delete of a pair before index 0: a forward step lands there.
-                return self.step((pl, false), true);
+        if let (Some(_), Some(pl)) = (self.placed_on(), &self.place) {
+            let up = pl.path.len.saturating_sub(1);
+            if pl.path.steps[..up].iter().all(|s| s.idx() == 0) {
+                // As after a delete of a pair before index 0: a forward
+                // step from there lands on index 0.
+                return self.step(Some(0), false, true);
             }
         }
         self.go(false, |c, _| c.first())
@@ -329,8 +351,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// where it was.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Entry<'_>>> {
-        if let Some(pl) = self.place() {
-            return self.step(pl, true);
+        if let Some(on) = self.placed_on() {
+            return self.step(None, on, true);
         }
         let dups = self.dups;
         self.go(true, move |c, at| match at {
@@ -349,8 +371,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// a read cursor) and of the read cursor's move; the cursor then stays
     /// where it was.
     pub fn prev(&mut self) -> Result<Option<Entry<'_>>> {
-        if let Some(pl) = self.place() {
-            return self.step(pl, false);
+        if let Some(on) = self.placed_on() {
+            return self.step(None, on, false);
         }
         let dups = self.dups;
         self.go(true, move |c, at| match at {
@@ -528,8 +550,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// both pairs in the database (and the cursor on the old one), even
     /// when it leaves the transaction usable.
     pub fn put_current(&mut self, value: &[u8]) -> Result<()> {
-        if let Some((pl, true)) = self.place() {
-            return self.put_here(pl, value);
+        if self.placed_on() == Some(true) {
+            return self.put_here(value);
         }
         let (k, old) = self.pair("put_current")?;
         self.txn.put(self.db, &k, value)?;
@@ -544,20 +566,22 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// saved path, which stays current unless the leaf split. On an error
     /// the cursor keeps its place, stale if the transaction counted a
     /// change.
-    fn put_here(&mut self, pl: Place, value: &[u8]) -> Result<()> {
-        let mut path = pl.path;
-        let key = &self.key;
+    fn put_here(&mut self, value: &[u8]) -> Result<()> {
+        let (Some(pl), key) = (&mut self.place, &self.key) else {
+            return Err(Error::corrupted(0, "a write cursor's place is missing"));
+        };
+        let path = &mut pl.path;
         check_sizes(self.txn.env, key, value)?;
         let (stayed, rec) = self.txn.change(self.db, |t, _| {
-            place::check_path(&path, t.rec)?;
+            place::check_path(path, t.rec)?;
             check_key(t.ord, key)?;
-            let stayed = t.put_at_path(&mut path, key, value)?;
+            let stayed = t.put_at_path(path, key, value)?;
             Ok((stayed, *t.rec))
         })?;
         if stayed {
-            self.placed(rec, path, true);
+            self.placed(rec, true);
         } else {
-            self.at = At::Here(None);
+            self.unplaced(true);
         }
         Ok(())
     }
@@ -571,8 +595,8 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// [`RwTxn::delete`] (in a DUPSORT database, of [`RwTxn::delete_dup`]);
     /// [`Error::Corrupted`] if the pair is no longer there.
     pub fn delete_current(&mut self) -> Result<()> {
-        if let Some((pl, true)) = self.place() {
-            return self.delete_here(pl);
+        if self.placed_on() == Some(true) {
+            return self.delete_here();
         }
         let (k, v) = self.pair("delete_current")?;
         let gone = if self.dups {
@@ -594,17 +618,20 @@ impl<'t, 'env> RwCursor<'t, 'env> {
     /// path, which stays current, its index now on the next pair, unless
     /// pages were merged or freed. On an error the cursor keeps its place,
     /// stale if the transaction counted a change.
-    fn delete_here(&mut self, pl: Place) -> Result<()> {
-        let mut path = pl.path;
+    fn delete_here(&mut self) -> Result<()> {
+        let Some(pl) = &mut self.place else {
+            return Err(Error::corrupted(0, "a write cursor's place is missing"));
+        };
+        let path = &mut pl.path;
         let (stayed, rec) = self.txn.change(self.db, |t, _| {
-            place::check_path(&path, t.rec)?;
-            let stayed = t.delete_at(&mut path)?;
+            place::check_path(path, t.rec)?;
+            let stayed = t.delete_at(path)?;
             Ok((stayed, *t.rec))
         })?;
         if stayed {
-            self.placed(rec, path, false);
+            self.placed(rec, false);
         } else {
-            self.at = At::Gone(None);
+            self.unplaced(false);
         }
         Ok(())
     }

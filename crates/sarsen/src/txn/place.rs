@@ -9,7 +9,7 @@
 //! current (`Tree::delete_at`, `Tree::put_at_path`).
 
 use crate::btree::walk::{Entry, RawCursor};
-use crate::btree::{Path, Source};
+use crate::btree::{Path, Source, Step};
 use crate::error::{Error, Result};
 use crate::order::Order;
 use crate::page::DbRecord;
@@ -22,11 +22,10 @@ pub(super) struct Place {
     pub gen: u64,
 }
 
-/// Where a step ends (a path inline: boxing it would allocate per step).
-#[allow(clippy::large_enum_variant)]
+/// Where a step ends.
 pub(super) enum Landing {
-    /// On the entry at this path.
-    At(Path),
+    /// On the entry at the (updated) path.
+    At,
     /// Past the last entry.
     PastEnd,
     /// Before the first entry.
@@ -46,9 +45,18 @@ pub(super) fn check_path(path: &Path, rec: &DbRecord) -> Result<()> {
     Ok(())
 }
 
+/// The leaf step of `path` (a saved path is never empty; if one were,
+/// `Corrupted`, not a panic).
+fn leaf_step(path: &Path) -> Result<Step> {
+    match path.len.checked_sub(1).and_then(|t| path.steps.get(t)) {
+        Some(st) => Ok(*st),
+        None => Err(Error::corrupted(0, "a write cursor's saved path is empty")),
+    }
+}
+
 /// The entry at the end of `path`, `None` if its index is past the leaf.
 pub(super) fn entry_at<'a>(src: AnySource<'a>, path: &Path) -> Result<Option<Entry<'a>>> {
-    let leaf = path.leaf();
+    let leaf = leaf_step(path)?;
     let p = src.page(leaf.pgno)?;
     if leaf.idx() >= p.len() {
         return Ok(None);
@@ -57,38 +65,48 @@ pub(super) fn entry_at<'a>(src: AnySource<'a>, path: &Path) -> Result<Option<Ent
     Ok(Some((n.key, src.value(n.value)?)))
 }
 
-/// One step forward (`fwd`) or back from the current path `path` of the tree
-/// `rec`. `on`: the cursor stands on the entry at the leaf index; otherwise
-/// a delete removed it, and the index names the entry that followed it
+/// One step forward (`fwd`) or back from `path`, a current path of the tree
+/// `rec`, which it updates in place (a path is a few hundred bytes: a step
+/// within a leaf copies none). The step starts at leaf index `start`, or
+/// the path's own, `i`, and `on`: the cursor stands on the entry there;
+/// otherwise a delete removed it, and `i` names the entry that followed it
 /// (possibly the leaf's length), where a forward step lands.
+/// On an error, and past either end, `path` is left as it was.
 pub(super) fn step<'a>(
     src: AnySource<'a>,
-    rec: DbRecord,
-    ord: Order<'a>,
-    mut path: Path,
+    (rec, ord): (DbRecord, Order<'a>),
+    path: &mut Path,
+    start: Option<usize>,
     on: bool,
     fwd: bool,
 ) -> Result<(Option<Entry<'a>>, Landing)> {
-    let top = path.len - 1;
-    let i = path.steps[top].idx();
+    let leaf = leaf_step(path)?;
+    let i = start.unwrap_or(leaf.idx());
     let target = match (fwd, on) {
         (true, true) => i.checked_add(1),
         (true, false) => Some(i),
         (false, _) => i.checked_sub(1),
     };
-    let p = src.page(path.steps[top].pgno)?;
+    let p = src.page(leaf.pgno)?;
     if let Some(t) = target.filter(|&t| t < p.len()) {
         // The common case: a neighbour in the same leaf.
-        path.steps[top].set_idx(t);
         let n = p.leaf(t)?;
-        return Ok((Some((n.key, src.value(n.value)?)), Landing::At(path)));
+        let e = (n.key, src.value(n.value)?);
+        path.steps[path.len - 1].set_idx(t);
+        return Ok((Some(e), Landing::At));
     }
-    // Across a leaf's edge, as a read cursor steps (from the leaf's length
-    // after a delete at its end, `next` moves to the next leaf).
-    let mut c = RawCursor::at_path(src, rec, ord, &path)?;
+    // Across a leaf's edge, as a read cursor steps from index `i` (from the
+    // leaf's length after a delete at its end, `next` moves to the next
+    // leaf).
+    let mut from = *path;
+    from.steps[from.len - 1].set_idx(i);
+    let mut c = RawCursor::at_path(src, rec, ord, &from)?;
     let e = if fwd { c.next()? } else { c.prev()? };
     let landing = match c.path() {
-        Some(p) => Landing::At(p),
+        Some(p) => {
+            *path = p;
+            Landing::At
+        }
         None if c.is_past_end() => Landing::PastEnd,
         None => Landing::BeforeStart,
     };
