@@ -1,11 +1,16 @@
 //! A write cursor keeps its place across its own deletes and value
 //! replacements (LMDB's cursor keeps its page stack): random interleavings
-//! of cursor moves, `delete_current`, `delete_current_key`, `put_current`
-//! and cursor puts, with puts and deletes through the transaction between
-//! cursors, against a `BTreeSet` of pairs with a model cursor, with and
-//! without DUPSORT, at 512-byte pages with values up to overflow size, so
-//! that deletes merge leaves and replacements split them under the cursor;
-//! then whole retain loops and pops from either end.
+//! of cursor moves, `delete_current`, `delete_current_key`, `put_current`,
+//! `merge_current` and cursor puts, with puts and deletes through the
+//! transaction between cursors, against a `BTreeSet` of pairs with a model
+//! cursor, with and without DUPSORT, in the main or a named database, in
+//! both write modes, some bursts in nested transactions that commit or
+//! abort, at 512-byte pages with values up to overflow size, so that
+//! deletes merge leaves and replacements split them under the cursor. Writes
+//! through the cursor also fail: merges the operator refuses, keys too long,
+//! values too large for a DUPSORT database and, near a small upper bound,
+//! `UpperBoundReached` from any write; each must leave the cursor on its
+//! pair, value included. Then whole retain loops and pops from either end.
 
 mod common;
 
@@ -14,9 +19,49 @@ use std::collections::BTreeSet;
 use common::{assert_check, base_seed, cases, mix, OnFail};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sarsen::{Database, DbOptions, EnvOptions, KeyOrder, RwCursor, RwTxn};
+use sarsen::merge::{MergeError, MergeOperator};
+use sarsen::{Database, DbOptions, Env, EnvOptions, Error, KeyOrder, RwCursor, RwTxn};
 
 type Pair = (Vec<u8>, Vec<u8>);
+
+/// Appends operands to the value; refuses an operand that starts with `!`,
+/// so that a merge through the cursor can fail.
+struct Cat;
+
+impl MergeOperator for Cat {
+    fn name(&self) -> &str {
+        "cat"
+    }
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<(), MergeError> {
+        out.extend_from_slice(existing.unwrap_or_default());
+        for o in operands {
+            if o.first() == Some(&b'!') {
+                return Err(MergeError::new("cat: an operand starts with !"));
+            }
+            out.extend_from_slice(o);
+        }
+        Ok(())
+    }
+}
+
+/// How a case is set up.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    dups: bool,
+    /// The main database rather than a named one (without DUPSORT).
+    main: bool,
+    write_map: bool,
+    /// A small upper bound: any write may fail with `UpperBoundReached`,
+    /// which must change nothing (without DUPSORT, whose `put_current` is
+    /// two writes).
+    tight: bool,
+}
 
 /// The model cursor's place (LMDB's rules: after a delete, `next` is the
 /// pair after the deleted one and `prev` the pair before).
@@ -33,6 +78,10 @@ struct Model {
     set: BTreeSet<Pair>,
     dups: bool,
     at: At,
+    tight: bool,
+    max_key: usize,
+    /// Writes refused with `UpperBoundReached` so far.
+    full: usize,
 }
 
 impl Model {
@@ -134,13 +183,47 @@ fn reposition(c: &mut RwCursor<'_, '_>, m: &mut Model) {
     assert_eq!(own(got), Some(p), "reposition");
 }
 
+/// An error kind a write must fail with.
+type Want = Option<fn(&Error) -> bool>;
+
+fn no_pair(e: &Error) -> bool {
+    matches!(e, Error::InvalidArgument(_))
+}
+
+/// Checks a write's result against the model's prediction, `want`: `None`
+/// for success, else the error it must give. Near the upper bound a write
+/// may fail with `UpperBoundReached` instead of succeeding. Returns whether
+/// the write happened (the model then makes it too).
+fn wrote(m: &mut Model, r: sarsen::Result<()>, want: Want, what: &str) -> bool {
+    match (r, want) {
+        (Ok(()), None) => true,
+        (Err(Error::UpperBoundReached { .. }), None) if m.tight => {
+            m.full += 1;
+            false
+        }
+        (Err(e), Some(is)) if is(&e) => false,
+        (r, want) => panic!(
+            "{what}: {r:?}, but the model wants an error: {}",
+            want.is_some()
+        ),
+    }
+}
+
 /// One random cursor operation on both cursors; returns its name.
 fn cursor_op(c: &mut RwCursor<'_, '_>, m: &mut Model, rng: &mut SmallRng) -> &'static str {
     let on = match &m.at {
         At::On(p) => Some(p.clone()),
         _ => None,
     };
-    match rng.random_range(0..100) {
+    // On no pair, the writes at the cursor fail before anything else.
+    let at_pair = |want: Want| {
+        if on.is_some() {
+            want
+        } else {
+            Some(no_pair as fn(&Error) -> bool)
+        }
+    };
+    match rng.random_range(0..110) {
         0..=29 => {
             assert_eq!(own(c.next().unwrap()), m.next(), "next");
             "next"
@@ -164,50 +247,100 @@ fn cursor_op(c: &mut RwCursor<'_, '_>, m: &mut Model, rng: &mut SmallRng) -> &'s
         }
         51..=52 => {
             let p = (key(rng), value(rng, m.dups));
-            c.put(&p.0, &p.1).unwrap();
-            m.put(p.clone());
-            m.at = At::On(p);
+            if wrote(m, c.put(&p.0, &p.1), None, "put") {
+                m.put(p.clone());
+                m.at = At::On(p);
+            }
             "put"
         }
         53..=67 => {
             let v = value(rng, m.dups);
-            let r = c.put_current(&v);
-            match on {
-                Some(old) => {
-                    r.unwrap();
-                    m.set.remove(&old);
-                    let p = (old.0, v);
-                    m.set.insert(p.clone());
-                    m.at = At::On(p);
-                }
-                None => assert!(r.is_err(), "put_current on no pair"),
+            if wrote(m, c.put_current(&v), at_pair(None), "put_current") {
+                replace(m, on.unwrap(), v);
             }
             "put_current"
         }
         68..=95 => {
-            let r = c.delete_current();
-            match on {
-                Some(p) => {
-                    r.unwrap();
-                    m.set.remove(&p);
-                    m.at = At::Deleted(p);
-                }
-                None => assert!(r.is_err(), "delete_current on no pair"),
+            if wrote(m, c.delete_current(), at_pair(None), "delete_current") {
+                let p = on.unwrap();
+                m.set.remove(&p);
+                m.at = At::Deleted(p);
             }
             "delete_current"
         }
-        _ => {
+        96..=97 => {
             let r = c.delete_current_key();
-            match on {
-                Some(p) => {
-                    r.unwrap();
-                    m.delete_key(&p.0);
-                    m.at = At::Deleted(p);
-                }
-                None => assert!(r.is_err(), "delete_current_key on no pair"),
+            if wrote(m, r, at_pair(None), "delete_current_key") {
+                let p = on.unwrap();
+                m.delete_key(&p.0);
+                m.at = At::Deleted(p);
             }
             "delete_current_key"
         }
+        98..=103 => merge_op(c, m, rng, on),
+        104..=106 => {
+            // Past what a DUPSORT value may be; several overflow pages without.
+            let v = vec![b'v'; rng.random_range(1500..5000)];
+            let want: Want = if m.dups {
+                Some(|e| matches!(e, Error::ValueTooLarge { .. }))
+            } else {
+                None
+            };
+            if wrote(m, c.put_current(&v), at_pair(want), "long put_current") {
+                replace(m, on.unwrap(), v);
+            }
+            "long put_current"
+        }
+        _ => {
+            let k = vec![b'k'; m.max_key + 1];
+            let r = c.put(&k, b"v");
+            wrote(
+                m,
+                r,
+                Some(|e| matches!(e, Error::KeyTooLarge { .. })),
+                "put too long a key",
+            );
+            "put too long a key"
+        }
+    }
+}
+
+/// The value of the pair `old` the model cursor is on becomes `v`.
+fn replace(m: &mut Model, old: Pair, v: Vec<u8>) {
+    m.set.remove(&old);
+    let p = (old.0, v);
+    m.set.insert(p.clone());
+    m.at = At::On(p);
+}
+
+/// `merge_current` with `Cat`, whose operand is refused one time in three.
+fn merge_op(
+    c: &mut RwCursor<'_, '_>,
+    m: &mut Model,
+    rng: &mut SmallRng,
+    on: Option<Pair>,
+) -> &'static str {
+    let refuse = rng.random_range(0..3) == 0;
+    let mut operand = value(rng, true);
+    if refuse {
+        operand[0] = b'!';
+    }
+    let want: Want = match (&on, m.dups, refuse) {
+        (None, ..) => Some(no_pair),
+        (Some(_), true, _) => Some(|e| matches!(e, Error::WrongDupMode { .. })),
+        (Some(_), false, true) => Some(|e| matches!(e, Error::Merge { .. })),
+        (Some(_), false, false) => None,
+    };
+    if wrote(m, c.merge_current(&operand), want, "merge_current") {
+        let p = on.unwrap();
+        let mut v = p.1.clone();
+        v.extend_from_slice(&operand);
+        replace(m, p, v);
+    }
+    if refuse {
+        "refused merge_current"
+    } else {
+        "merge_current"
     }
 }
 
@@ -217,24 +350,33 @@ fn txn_op(w: &mut RwTxn<'_>, db: Database, m: &mut Model, rng: &mut SmallRng) {
     match rng.random_range(0..3) {
         0 => {
             let v = value(rng, m.dups);
-            w.put(db, &k, &v).unwrap();
-            m.put((k, v));
+            if wrote(m, w.put(db, &k, &v), None, "txn put") {
+                m.put((k, v));
+            }
         }
         1 => {
             let had = m.set.iter().any(|x| x.0 == k);
-            assert_eq!(w.delete(db, &k).unwrap(), had, "txn delete");
-            m.delete_key(&k);
+            let r = w.delete(db, &k).map(|g| assert_eq!(g, had, "txn delete"));
+            if wrote(m, r, None, "txn delete") {
+                m.delete_key(&k);
+            }
         }
         _ => {
             // A pair that exists, when there is one near `k`.
             let Some(p) = m.after(&(k, Vec::new()), true) else {
                 return;
             };
-            if m.dups {
-                assert!(w.delete_dup(db, &p.0, &p.1).unwrap());
-                m.set.remove(&p);
+            let r = if m.dups {
+                w.delete_dup(db, &p.0, &p.1)
             } else {
-                assert!(w.delete(db, &p.0).unwrap());
+                w.delete(db, &p.0)
+            };
+            if wrote(
+                m,
+                r.map(|g| assert!(g, "txn delete of {p:?}")),
+                None,
+                "txn delete",
+            ) {
                 m.set.remove(&p);
             }
         }
@@ -248,62 +390,125 @@ fn contents(w: &RwTxn<'_>, db: Database) -> Vec<Pair> {
         .collect()
 }
 
-fn open_db(w: &mut RwTxn<'_>, dups: bool) -> Database {
-    let mut opts = DbOptions::new();
-    if dups {
+/// The database under test, with `Cat` as its merge operator.
+fn open_db(w: &mut RwTxn<'_>, s: Setup) -> Database {
+    let mut opts = DbOptions::new().merge_operator(Cat);
+    if s.dups {
         opts = opts.dup_sort(KeyOrder::Bytewise);
     }
-    w.create_db_with(Some("t"), &opts).unwrap()
+    let name = if s.main { None } else { Some("t") };
+    w.create_db_with(name, &opts).unwrap()
 }
 
-fn interleavings(seed: u64, dups: bool) {
-    let _g = OnFail(format!("dups {dups}, SEED={seed}"));
+fn env_for(dir: &std::path::Path, s: Setup) -> Env {
+    let mut o = EnvOptions::new()
+        .page_size(512)
+        .max_dbs(2)
+        .write_map(s.write_map);
+    if s.tight {
+        o = o.max_size(80 * 512).growth_step(512);
+    }
+    common::open(dir, o)
+}
+
+/// A case's setup from its seed (so that `SARSEN_SEED` replays it).
+fn setup(seed: u64, dups: bool, tight: bool) -> Setup {
+    Setup {
+        dups,
+        main: !dups && seed & 1 == 1,
+        write_map: seed & 2 == 2,
+        tight,
+    }
+}
+
+/// Rounds of bursts of cursor operations (some in a nested transaction
+/// that commits or aborts) and writes through the transaction; returns
+/// how many writes `UpperBoundReached` refused.
+fn interleavings(seed: u64, s: Setup) -> usize {
+    let _g = OnFail(format!("{s:?}, SEED={seed}"));
     let mut rng = SmallRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
-    let env = common::open(dir.path(), EnvOptions::new().page_size(512).max_dbs(2));
+    let env = env_for(dir.path(), s);
     let mut m = Model {
         set: BTreeSet::new(),
-        dups,
+        dups: s.dups,
         at: At::Unset,
+        tight: s.tight,
+        max_key: env.max_key_size(),
+        full: 0,
     };
     for round in 0..12 {
+        let committed = m.set.clone();
         let mut w = env.write_txn().unwrap();
-        let db = open_db(&mut w, dups);
+        let db = open_db(&mut w, s);
         // Fill up first, so that the cursor has leaves to delete across.
         for _ in 0..rng.random_range(0..300) {
-            let p = (key(&mut rng), value(&mut rng, dups));
-            w.put(db, &p.0, &p.1).unwrap();
-            m.put(p);
+            let p = (key(&mut rng), value(&mut rng, s.dups));
+            if wrote(&mut m, w.put(db, &p.0, &p.1), None, "fill") {
+                m.put(p);
+            }
         }
         m.at = At::Unset;
         let mut log = Vec::new();
         for burst in 0..8 {
-            {
-                let mut c = w.cursor_mut(db).unwrap();
-                reposition(&mut c, &mut m);
-                for _ in 0..rng.random_range(1..120) {
-                    let _l = OnFail(format!("round {round}, burst {burst}, ops {log:?}"));
-                    log.push(cursor_op(&mut c, &mut m, &mut rng));
-                    let want = match &m.at {
-                        At::On(p) => Some(p.clone()),
-                        _ => None,
-                    };
-                    assert_eq!(own(c.current()), want, "current");
+            let _l = OnFail(format!("round {round}, burst {burst}"));
+            match rng.random_range(0..4) {
+                0 => {
+                    let saved = (m.set.clone(), m.at.clone());
+                    let mut n = w.nested().unwrap();
+                    burst_ops(&mut n, db, &mut m, &mut rng, &mut log);
+                    n.abort();
+                    (m.set, m.at) = saved;
+                    log.push("nested abort");
                 }
+                1 => {
+                    let mut n = w.nested().unwrap();
+                    burst_ops(&mut n, db, &mut m, &mut rng, &mut log);
+                    n.commit().unwrap();
+                    log.push("nested commit");
+                }
+                _ => burst_ops(&mut w, db, &mut m, &mut rng, &mut log),
             }
             for _ in 0..rng.random_range(0..6) {
                 txn_op(&mut w, db, &mut m, &mut rng);
             }
             log.push("txn writes");
             let want: Vec<Pair> = m.set.iter().cloned().collect();
-            assert_eq!(
-                contents(&w, db),
-                want,
-                "contents, round {round} burst {burst}"
-            );
+            assert_eq!(contents(&w, db), want, "contents");
         }
-        w.commit().unwrap();
-        assert_check(&env, &format!("round {round}"));
+        match w.commit() {
+            Ok(()) => assert_check(&env, &format!("round {round}")),
+            // Near the upper bound the commit's own pages may not fit.
+            Err(Error::UpperBoundReached { .. }) if s.tight => {
+                m.full += 1;
+                m.set = committed;
+            }
+            Err(e) => panic!("round {round}: commit: {e:?}"),
+        }
+    }
+    m.full
+}
+
+/// A cursor placed where the model cursor stands, then random cursor
+/// operations, each followed by a check of the pair it stands on.
+fn burst_ops(
+    w: &mut RwTxn<'_>,
+    db: Database,
+    m: &mut Model,
+    rng: &mut SmallRng,
+    log: &mut Vec<&'static str>,
+) {
+    let mut c = w.cursor_mut(db).unwrap();
+    reposition(&mut c, m);
+    for _ in 0..rng.random_range(1..120) {
+        let _l = OnFail(format!("the operations before the failing one: {log:?}"));
+        let op = cursor_op(&mut c, m, rng);
+        log.push(op);
+        let want = match &m.at {
+            At::On(p) => Some(p.clone()),
+            _ => None,
+        };
+        assert_eq!(own(c.current()), want, "current after {op}");
     }
 }
 
@@ -318,9 +523,24 @@ fn cursor_places_survive_interleaved_writes() {
             } else {
                 mix(base ^ c << 8 ^ u64::from(dups))
             };
-            interleavings(seed, dups);
+            interleavings(seed, setup(seed, dups, false));
         }
     }
+}
+
+/// Near a small upper bound every write may fail: the cursor must stay on
+/// its pair (its value too) and move on from there.
+#[test]
+fn failed_writes_leave_the_cursor_on_its_pair() {
+    let (base, replay) = base_seed("write_cursor_full");
+    let n = if replay { 1 } else { cases(4) };
+    let mut full = 0;
+    for c in 0..n as u64 {
+        let seed = if replay { base } else { mix(base ^ c << 8) };
+        full += interleavings(seed, setup(seed, false, true));
+    }
+    eprintln!("[write_cursor_full] {full} writes refused at the upper bound");
+    assert!(full > 0, "no write met the upper bound");
 }
 
 /// Whole loops: a retain over every pair (deleting a random third), then
@@ -332,7 +552,7 @@ fn loops(seed: u64, dups: bool) {
     let dir = tempfile::tempdir().unwrap();
     let env = common::open(dir.path(), EnvOptions::new().page_size(512).max_dbs(2));
     let mut w = env.write_txn().unwrap();
-    let db = open_db(&mut w, dups);
+    let db = open_db(&mut w, setup(seed, dups, false));
     let mut set = BTreeSet::new();
     for _ in 0..1500 {
         let p = (key(&mut rng), value(&mut rng, dups));

@@ -140,6 +140,20 @@ impl<S: PageStore> Tree<'_, S> {
         self.put_at(key, out, 0, &path, found, false)
     }
 
+    /// Replaces the value of `key`, stored at the end of `path` (the current
+    /// path to it: a write cursor's place), with `val`: no descent. `path` is
+    /// left naming the pages it made dirty. Returns whether the change stayed
+    /// in that leaf (no split), so that the path still names `key`.
+    pub(crate) fn put_at_path(&mut self, path: &mut Path, key: &[u8], val: &[u8]) -> Result<bool> {
+        self.reserve_for(key.len(), val.len())?;
+        self.state.clear_hint(self.rec.root);
+        self.touch_path(path)?;
+        // Only a split of the leaf adds a leaf page.
+        let leaf_pages = self.rec.leaf_pages;
+        self.put_at(key, val, 0, path, true, false)?;
+        Ok(self.rec.leaf_pages == leaf_pages)
+    }
+
     /// Reserves free pages for the worst case of writing a `len`-byte value
     /// with a `klen`-byte key into `self.rec`: a split at every level, a new root,
     /// and an overflow run.

@@ -189,6 +189,10 @@ pub(crate) struct TreeState {
     pub append: Option<(Pgno, Path)>,
     /// Scratch buffer for building nodes.
     pub scratch: Vec<u8>,
+    /// Changes made to any tree in this transaction so far (counted by the
+    /// transaction layer): a write cursor's saved place is current while
+    /// this count is what it was after the cursor's own last change.
+    pub changes: u64,
 }
 
 impl TreeState {

@@ -3,7 +3,7 @@
 //! views over any [`Source`], moved along leaves as LMDB's
 //! `mdb_cursor_sibling` does.
 
-use super::{bad_level, check_depth, MAX_DEPTH};
+use super::{bad_level, check_depth, Path, Step, MAX_DEPTH};
 use crate::error::{Error, Result};
 use crate::order::Order;
 use crate::page::{DbRecord, LeafNode, Page, Pgno};
@@ -47,6 +47,51 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
             depth: 0,
             pos: Pos::Unset,
         }
+    }
+
+    /// A cursor standing at `path`, a root-to-leaf path of the tree `rec`
+    /// that the caller knows to be current (a write cursor's saved place):
+    /// each page is read again, nothing is searched. The leaf index may be
+    /// the leaf's length (just past its last node), from which `step`
+    /// moves to the next leaf or back to the last node.
+    pub(crate) fn at_path(
+        src: S,
+        rec: DbRecord,
+        ord: Order<'a>,
+        path: &Path,
+    ) -> Result<RawCursor<'a, S>> {
+        let depth = check_depth(&rec)?;
+        if path.len != depth || depth == 0 || path.steps[0].pgno != rec.root {
+            return Err(Error::corrupted(
+                u64::from(rec.root),
+                "a cursor's saved path does not match its tree",
+            ));
+        }
+        let mut c = RawCursor::new(src, rec, ord);
+        for (level, st) in path.steps[..depth].iter().enumerate() {
+            let p = src.page(st.pgno)?;
+            if p.is_leaf() != (level + 1 == depth) {
+                return Err(bad_level(st.pgno));
+            }
+            c.stack[level] = (p, st.idx());
+        }
+        c.depth = depth;
+        c.pos = Pos::At;
+        c.no_empty_leaf()?;
+        Ok(c)
+    }
+
+    /// The root-to-leaf path of pages and indexes the cursor stands at.
+    pub(crate) fn path(&self) -> Option<Path> {
+        if !self.is_at() {
+            return None;
+        }
+        let mut path = Path::new();
+        for (st, (p, i)) in path.steps.iter_mut().zip(&self.stack[..self.depth]) {
+            *st = Step::new(p.pgno(), *i);
+        }
+        path.len = self.depth;
+        Some(path)
     }
 
     /// The entry under the cursor.

@@ -143,6 +143,11 @@ impl<'txn> Cursor<'txn> {
         let e = self.raw.seek(key)?;
         self.land(e, true)
     }
+    /// The cursor engine under this cursor (a write cursor saves its path).
+    pub(crate) fn raw(&self) -> &RawCursor<'txn> {
+        &self.raw
+    }
+
     /// Whether the cursor stands on an entry (libmdbx's
     /// `mdbx_cursor_on_first`/`on_last` need one; `false` before the first
     /// move and after moving past either end).

@@ -12,6 +12,7 @@ pub(crate) mod group;
 mod info;
 mod modes;
 mod nested;
+mod place;
 mod read;
 mod slow;
 mod write;

@@ -274,6 +274,8 @@ impl<'env> RwTxn<'env> {
         f: impl FnOnce(&mut Tree<'_, WriteStore>) -> Result<T>,
     ) -> Result<T> {
         let before = rec;
+        // A write cursor's saved place holds only while this count does.
+        self.w.tree.changes = self.w.tree.changes.wrapping_add(1);
         let r = f(&mut self.w.tree(&mut rec, ord));
         match &r {
             Ok(_) => {
