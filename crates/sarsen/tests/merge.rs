@@ -13,34 +13,9 @@ use common::{base_seed, cases, mix, OnFail};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sarsen::merge::{Append, Int64Add, Max, Min, PutIfAbsent, Uint64Add};
-use sarsen::{Database, DbOptions, Env, EnvOptions, Error, MergeError, MergeOperator};
+use sarsen::{Database, DbOptions, Env, EnvOptions, Error, MergeOperator};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
-
-/// Appends operands, but refuses any operand that starts with `!`.
-struct Picky;
-
-impl MergeOperator for Picky {
-    fn name(&self) -> &str {
-        "picky"
-    }
-    fn full_merge(
-        &self,
-        _key: &[u8],
-        existing: Option<&[u8]>,
-        operands: &[&[u8]],
-        out: &mut Vec<u8>,
-    ) -> Result<(), MergeError> {
-        out.extend_from_slice(existing.unwrap_or_default());
-        for o in operands {
-            if o.first() == Some(&b'!') {
-                return Err(MergeError::new("operand starts with !"));
-            }
-            out.extend_from_slice(o);
-        }
-        Ok(())
-    }
-}
 
 /// The operators under test, each with the model of its semantics.
 #[derive(Clone, Copy, Debug)]
@@ -73,7 +48,7 @@ impl Kind {
             Kind::Min => Arc::new(Min),
             Kind::AppendComma => Arc::new(Append::with_delimiter(b",")),
             Kind::PutIfAbsent => Arc::new(PutIfAbsent),
-            Kind::Picky => Arc::new(Picky),
+            Kind::Picky => Arc::new(common::Picky),
         }
     }
 

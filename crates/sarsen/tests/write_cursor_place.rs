@@ -19,36 +19,9 @@ use std::collections::BTreeSet;
 use common::{assert_check, base_seed, cases, mix, OnFail};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sarsen::merge::{MergeError, MergeOperator};
 use sarsen::{Database, DbOptions, Env, EnvOptions, Error, KeyOrder, RwCursor, RwTxn};
 
 type Pair = (Vec<u8>, Vec<u8>);
-
-/// Appends operands to the value; refuses an operand that starts with `!`,
-/// so that a merge through the cursor can fail.
-struct Cat;
-
-impl MergeOperator for Cat {
-    fn name(&self) -> &str {
-        "cat"
-    }
-    fn full_merge(
-        &self,
-        _key: &[u8],
-        existing: Option<&[u8]>,
-        operands: &[&[u8]],
-        out: &mut Vec<u8>,
-    ) -> Result<(), MergeError> {
-        out.extend_from_slice(existing.unwrap_or_default());
-        for o in operands {
-            if o.first() == Some(&b'!') {
-                return Err(MergeError::new("cat: an operand starts with !"));
-            }
-            out.extend_from_slice(o);
-        }
-        Ok(())
-    }
-}
 
 /// How a case is set up.
 #[derive(Clone, Copy, Debug)]
@@ -313,7 +286,7 @@ fn replace(m: &mut Model, old: Pair, v: Vec<u8>) {
     m.at = At::On(p);
 }
 
-/// `merge_current` with `Cat`, whose operand is refused one time in three.
+/// `merge_current` with `common::Picky`, whose operand is refused one time in three.
 fn merge_op(
     c: &mut RwCursor<'_, '_>,
     m: &mut Model,
@@ -390,9 +363,9 @@ fn contents(w: &RwTxn<'_>, db: Database) -> Vec<Pair> {
         .collect()
 }
 
-/// The database under test, with `Cat` as its merge operator.
+/// The database under test, with `common::Picky` as its merge operator.
 fn open_db(w: &mut RwTxn<'_>, s: Setup) -> Database {
-    let mut opts = DbOptions::new().merge_operator(Cat);
+    let mut opts = DbOptions::new().merge_operator(common::Picky);
     if s.dups {
         opts = opts.dup_sort(KeyOrder::Bytewise);
     }

@@ -294,3 +294,29 @@ pub fn fill_pattern(buf: &mut [u8], seed: u64) {
         chunk.copy_from_slice(&b[..chunk.len()]);
     }
 }
+
+/// A merge operator (`"picky"`) that appends its operands to the value and
+/// refuses any operand that starts with `!`, so that a merge can fail.
+pub struct Picky;
+
+impl sarsen::MergeOperator for Picky {
+    fn name(&self) -> &str {
+        "picky"
+    }
+    fn full_merge(
+        &self,
+        _key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> std::result::Result<(), sarsen::MergeError> {
+        out.extend_from_slice(existing.unwrap_or_default());
+        for o in operands {
+            if o.first() == Some(&b'!') {
+                return Err(sarsen::MergeError::new("picky: an operand starts with !"));
+            }
+            out.extend_from_slice(o);
+        }
+        Ok(())
+    }
+}
