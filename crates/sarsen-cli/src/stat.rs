@@ -25,8 +25,8 @@ pub fn run(a: &Args) -> Result<ExitCode, String> {
     println!("Environment");
     println!("  page size: {} B", info.page_size);
     println!(
-        "  geometry: lower {} B, now {} B, upper {} B, growth step {} B",
-        g.lower, g.now, g.upper, g.growth_step
+        "  geometry: lower {} B, now {} B, upper {} B, growth step {} B, shrink threshold {} B",
+        g.lower, g.now, g.upper, g.growth_step, g.shrink_threshold
     );
     println!(
         "  pages used: {} ({} B)",
@@ -34,6 +34,11 @@ pub fn run(a: &Args) -> Result<ExitCode, String> {
         info.next_pgno * u64::from(info.page_size)
     );
     println!("  pages free in the GC: {}", info.gc_pages);
+    println!(
+        "  free tail: {} pages ({} B) of the GC end the pages used",
+        info.free_tail_pages,
+        info.free_tail_pages * u64::from(info.page_size)
+    );
     println!(
         "  last txnid: {}, durable txnid: {}",
         info.last_txnid, info.durable_txnid

@@ -63,7 +63,7 @@ pub use check::{CheckReport, Problem, TreeReport, MAX_LISTED_PROBLEMS};
 pub use copy::CopyInfo;
 pub use cursor::{Cursor, Entry, Iter};
 pub use db::{Database, DbOptions, DupMode, Stat};
-pub use env::{Env, EnvInfo};
+pub use env::{Compaction, Env, EnvInfo};
 pub use error::{Error, Recovery, Result};
 pub use merge::{MergeError, MergeOperator};
 pub use options::{Durability, EnvOptions, Geometry};

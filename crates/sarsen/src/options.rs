@@ -36,11 +36,12 @@ pub enum Durability {
 pub struct Geometry {
     /// Size the file starts at.
     pub lower: u64,
-    /// Current file length. It runs up to 64 MiB ahead of the pages in use
-    /// ([`EnvInfo::next_pgno`](crate::EnvInfo::next_pgno) × page size): each growth sets it 64 MiB
-    /// past the pages needed, rounded up to whole growth steps and capped
-    /// at the upper bound. That margin is sparse (no disk blocks) and lets
-    /// the kernel's readahead work near the end of the data.
+    /// Current file length. Each growth sets it past the pages in use
+    /// ([`EnvInfo::next_pgno`](crate::EnvInfo::next_pgno) × page size) by
+    /// half their size, at least one growth step and at most 64 MiB,
+    /// rounded up to whole growth steps and capped at the upper bound. That
+    /// margin is sparse (no disk blocks) and lets the kernel's readahead
+    /// work near the end of the data.
     pub now: u64,
     /// Upper bound: the file never grows past it (address space for it is
     /// reserved once at open).
@@ -49,6 +50,10 @@ pub struct Geometry {
     /// the upper bound), and in write-map mode its blocks are allocated
     /// that many at a time.
     pub growth_step: u64,
+    /// Shrink threshold (libmdbx's `shrink_threshold`): a commit truncates
+    /// the file once it would give back at least this many bytes (0: the
+    /// file never shrinks by itself). See [`EnvOptions::shrink_threshold`].
+    pub shrink_threshold: u64,
 }
 
 /// How to open an environment. Builder methods take and return `self`.
@@ -83,6 +88,8 @@ pub struct EnvOptions {
     pub(crate) write_map: bool,
     pub(crate) boot_id: Option<[u8; 16]>,
     pub(crate) auto_sync: AutoSync,
+    pub(crate) shrink_threshold: u64,
+    pub(crate) auto_compact: bool,
     #[cfg(feature = "fault-injection")]
     pub(crate) fault: Option<crate::io::fault::FaultPlan>,
     #[cfg(feature = "fault-injection")]
@@ -110,6 +117,8 @@ impl Default for EnvOptions {
             write_map: false,
             boot_id: None,
             auto_sync: AutoSync::default(),
+            shrink_threshold: DEFAULT_SHRINK,
+            auto_compact: true,
             #[cfg(feature = "fault-injection")]
             fault: None,
             #[cfg(feature = "fault-injection")]
@@ -146,6 +155,9 @@ impl AutoSync {
     }
 }
 
+/// Default shrink threshold, bytes.
+pub(crate) const DEFAULT_SHRINK: u64 = 16 << 20;
+
 /// Default upper bound of the file, bytes (1 TiB of address space, not of disk).
 pub(crate) const DEFAULT_UPPER: u64 = 1 << 40;
 
@@ -181,10 +193,56 @@ impl EnvOptions {
     /// The unit the file grows in, bytes (default 1 MiB; rounded down to
     /// whole pages, 1 to 2^20 of them): the file's length is rounded up to
     /// a multiple of it, and in write-map mode its blocks are allocated
-    /// that many at a time. Each growth also runs the length 64 MiB ahead
-    /// of the pages in use, sparse (see [`Geometry::now`]).
+    /// that many at a time. Each growth also runs the length up to 64 MiB
+    /// ahead of the pages in use, sparse (see [`Geometry::now`]).
     pub fn growth_step(mut self, bytes: u64) -> Self {
         self.growth_step = bytes;
+        self
+    }
+
+    /// The shrink threshold, bytes (libmdbx's `shrink_threshold` of
+    /// `mdbx_env_set_geometry`; default 16 MiB; 0: the file never shrinks
+    /// by itself, only [`Env::compact`](crate::Env::compact) shrinks it).
+    ///
+    /// After a commit, once the file runs past the length it would be
+    /// given for the pages in use (their end plus the sparse margin of
+    /// [`Geometry::now`], in whole growth steps, never below the lower
+    /// bound) by at least this many bytes, the file is truncated to that
+    /// length. The end of the pages in use moves back at commit over free
+    /// pages at the end of the file (libmdbx's continuous compaction), and
+    /// free pages are reused lowest first, so the end of the file empties.
+    ///
+    /// The file is never cut below a page that a live snapshot in any
+    /// process, or a commit that open might pick after a crash, may read:
+    /// in `SafeNoSync` and `NoMetaSync` the shrink waits for the next
+    /// durable commit or [`Env::sync`](crate::Env::sync). An environment
+    /// opened without a lock file ([`EnvOptions::no_lock`]) never truncates
+    /// (it cannot see other processes' readers).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let env = unsafe {
+    ///     sarsen::EnvOptions::new()
+    ///         .shrink_threshold(4 << 20)
+    ///         .open(dir.path())
+    /// }
+    /// .unwrap();
+    /// assert_eq!(env.info().unwrap().geometry.shrink_threshold, 4 << 20);
+    /// ```
+    pub fn shrink_threshold(mut self, bytes: u64) -> Self {
+        self.shrink_threshold = bytes;
+        self
+    }
+
+    /// Whether commits compact the file by themselves (default on): after a
+    /// commit that leaves at least the shrink threshold's worth of free
+    /// pages and more free pages than pages in use, the committing thread
+    /// runs [`Env::compact`](crate::Env::compact) once the freed pages are
+    /// reusable (no older reader, and in the non-durable modes after a
+    /// sync). Off, or with a shrink threshold of 0, only free pages at the
+    /// end of the file are given back by themselves.
+    pub fn auto_compact(mut self, on: bool) -> Self {
+        self.auto_compact = on;
         self
     }
 

@@ -29,6 +29,18 @@ pub(crate) struct Shared {
     pub(crate) slow_readers: Option<crate::readers::SlowReaders>,
     /// When a commit of a non-durable mode is made durable.
     pub(crate) auto_sync: crate::options::AutoSync,
+    /// Shrink threshold, bytes (0: the file never shrinks by itself).
+    pub(crate) shrink_bytes: u64,
+    /// Whether commits compact the file by themselves (`env/compact.rs`).
+    pub(crate) auto_compact: bool,
+    /// Auto-compaction: pages freed by this environment's commits since
+    /// its last compaction pass.
+    pub(crate) freed_since_compact: std::sync::atomic::AtomicU64,
+    /// Auto-compaction: the newest commit whose freed pages were counted;
+    /// they are reusable once no snapshot older than it is held.
+    pub(crate) compact_after: std::sync::atomic::AtomicU64,
+    /// A compaction of this environment is under way (`env/compact.rs`).
+    pub(crate) compacting: std::sync::atomic::AtomicBool,
     pub(crate) uid: u64,
     /// Random owner token of this environment's reader slots (`io/slots.rs`).
     pub(crate) token: u64,

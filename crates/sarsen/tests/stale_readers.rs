@@ -191,5 +191,10 @@ fn the_slow_reader_handler_is_told_once_and_may_end_the_reader() {
     for round in 11..20 {
         fill(&env, round);
     }
-    assert_eq!(env.info().unwrap().next_pgno, settled);
+    // (The end may even move back: free pages ending the file are given back.)
+    let now = env.info().unwrap().next_pgno;
+    assert!(
+        now <= settled,
+        "rewrites grew the file: {settled} -> {now} pages"
+    );
 }

@@ -11,6 +11,7 @@ pub(crate) mod dup;
 pub(crate) mod estimate;
 pub(crate) mod free;
 pub(crate) mod insert;
+pub(crate) mod relocate;
 pub(crate) mod seal;
 pub(crate) mod walk;
 

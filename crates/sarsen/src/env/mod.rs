@@ -1,7 +1,11 @@
 //! The environment: the public handle over the state its transactions
 //! share (`shared.rs`), and its options (`options.rs`).
 
+mod compact;
 mod open;
+
+pub(crate) use compact::after_commit;
+pub use compact::Compaction;
 
 use std::path::Path;
 
@@ -32,6 +36,11 @@ pub struct EnvInfo {
     pub max_readers: u32,
     /// Pages recorded free in the GC tree (reusable now or once readers move on).
     pub gc_pages: u64,
+    /// The free tail: pages of the GC that end the pages in use (the run
+    /// `next_pgno - free_tail_pages .. next_pgno`, all free). A commit
+    /// gives them back to the unallocated end once no snapshot can see
+    /// them (design.md §7).
+    pub free_tail_pages: u64,
     /// Txnid of the oldest snapshot any reader holds (in any process), if
     /// one is open: pages freed after it cannot be reused yet.
     pub oldest_reader_txnid: Option<u64>,
@@ -170,6 +179,9 @@ impl Env {
         if r.is_ok() {
             s.lock.mark_synced(crate::io::lock::monotonic_ns());
             g.unsynced_commits = false;
+            // The newest commit is durable now: the file may be cut to it.
+            // A failed truncation leaves the longer file, as valid.
+            let _ = crate::txn::shrink::shrink(s, crate::txn::shrink::Cut::Threshold);
         }
         s.group.leave(s);
         r
@@ -318,7 +330,7 @@ impl Env {
         // Before this call's own snapshot, which would count as a reader.
         let oldest = self.shared.lock.oldest_slot().map(|(_, _, t)| t);
         let txn = self.read_txn()?;
-        let gc_pages = txn.gc_pages()?;
+        let (gc_pages, free_tail_pages) = txn.gc_pages()?;
         let ws = self.shared.lock.writer_shared();
         let ps = u64::from(self.shared.page_size);
         Ok(EnvInfo {
@@ -328,6 +340,7 @@ impl Env {
                 now: self.shared.file.len()?,
                 upper: u64::from(self.shared.upper_pgno) * ps,
                 growth_step: u64::from(self.shared.growth_pgno) * ps,
+                shrink_threshold: self.shared.shrink_bytes,
             },
             last_txnid: txn.txnid(),
             durable_txnid: ws.durable_txnid,
@@ -337,6 +350,7 @@ impl Env {
             unsynced_bytes: self.shared.lock.unsynced().0,
             max_readers: self.shared.lock.slots(),
             gc_pages,
+            free_tail_pages,
         })
     }
 

@@ -145,6 +145,12 @@ impl Env {
                 && matches!(o.durability, Durability::NoSync | Durability::SafeNoSync),
         )?);
         let growth_pgno = (o.growth_step / u64::from(page_size)).clamp(1, 1 << 20) as Pgno;
+        // Without a lock file other processes' readers are unseen: never cut.
+        let shrink_bytes = if lock.is_private() {
+            0
+        } else {
+            o.shrink_threshold
+        };
         let shared = Shared {
             path: path.to_path_buf(),
             file,
@@ -159,6 +165,11 @@ impl Env {
             read_only: o.read_only,
             slow_readers: o.slow_readers.clone(),
             auto_sync: o.auto_sync,
+            shrink_bytes,
+            auto_compact: o.auto_compact,
+            freed_since_compact: Default::default(),
+            compact_after: Default::default(),
+            compacting: Default::default(),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             token: crate::io::slots::new_owner_token(),
             pid: std::process::id(),

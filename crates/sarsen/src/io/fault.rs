@@ -72,6 +72,13 @@ pub enum Op {
         /// does not promise them.
         started: usize,
     },
+    /// The file was truncated to `len` bytes (`ftruncate`, shrinking):
+    /// durable once a sync starts after it; until then a crash image may
+    /// keep the longer file.
+    SetLen {
+        /// The new length, bytes.
+        len: u64,
+    },
 }
 
 /// A programmed failure.
@@ -422,6 +429,25 @@ impl FaultPlan {
         Err(Error::io(op, std::io::Error::from_raw_os_error(f.errno)))
     }
 
+    /// Runs a truncation of the data file to `len` bytes through the plan:
+    /// `raw` truncates. Counted and failed as a write (a dead process
+    /// truncates nothing), logged as [`Op::SetLen`].
+    pub(crate) fn set_len(&self, len: u64, raw: impl FnOnce() -> Result<()>) -> Result<()> {
+        let verdict = self.state().next(OpKind::Write, len, 0);
+        match verdict {
+            Verdict::Go => {
+                raw()?;
+                self.push(Op::SetLen { len });
+                Ok(())
+            }
+            Verdict::Drop(how) => Err(killed(how, "ftruncate")),
+            Verdict::Fail(f) => Err(Error::io(
+                "ftruncate",
+                std::io::Error::from_raw_os_error(f.errno),
+            )),
+        }
+    }
+
     /// Makes every sync sleep `delay` before it runs, as a slow disk
     /// would: writes of other threads meanwhile land after its start, so
     /// they are not covered by it.
@@ -508,6 +534,11 @@ impl CrashImage {
         f.set_len(self.len.max(self.data.len() as u64))
     }
 
+    fn set_len(&mut self, len: u64) {
+        self.data.truncate(len as usize);
+        self.len = len;
+    }
+
     fn put(&mut self, offset: u64, data: &[u8]) {
         let end = offset as usize + data.len();
         if self.data.len() < end {
@@ -546,14 +577,18 @@ pub fn crash_image_over(
     // completed only later than the cut.
     let mut durable_to = 0;
     for (i, o) in ops.iter().enumerate() {
-        if let Op::Sync { len, started } = *o {
+        if let Op::Sync { started, .. } = *o {
             durable_to = durable_to.max(started.min(i));
-            image.len = image.len.max(len);
         }
     }
-    for o in &ops[..durable_to] {
-        if let Op::Write { offset, data } = o {
-            image.put(*offset, data);
+    // In log order, so a durable truncation cuts what was written before
+    // it and not what came after.
+    for (i, o) in ops.iter().enumerate() {
+        match o {
+            Op::Sync { len, .. } => image.len = image.len.max(*len),
+            Op::Write { offset, data } if i < durable_to => image.put(*offset, data),
+            Op::SetLen { len } if i < durable_to => image.set_len(*len),
+            _ => {}
         }
     }
     let pending_from = durable_to;
@@ -562,8 +597,20 @@ pub fn crash_image_over(
         _ => 0,
     };
     for (i, o) in ops.iter().enumerate().skip(pending_from) {
-        let Op::Write { offset, data } = o else {
-            continue;
+        let (offset, data) = match o {
+            Op::Write { offset, data } => (offset, data),
+            Op::SetLen { len } => {
+                let lands = match landing {
+                    Landing::Nothing => false,
+                    Landing::Random(_) => mix(&mut rng) & 1 == 1,
+                    _ => true,
+                };
+                if lands {
+                    image.set_len(*len);
+                }
+                continue;
+            }
+            Op::Sync { .. } => continue,
         };
         let choice = match landing {
             Landing::Nothing => 0,

@@ -135,6 +135,21 @@ impl DataFile {
         Ok(())
     }
 
+    /// Cuts the file to `len` bytes (`ftruncate`). Nothing is synced: until
+    /// a later sync, a crash may leave the longer file, which is as valid.
+    pub(crate) fn truncate(&self, len: u64) -> Result<()> {
+        let raw = || {
+            self.file
+                .set_len(len)
+                .map_err(|e| Error::io("ftruncate", e))
+        };
+        #[cfg(feature = "fault-injection")]
+        if let Some(plan) = &self.fault {
+            return plan.set_len(len, raw);
+        }
+        raw()
+    }
+
     /// Makes written data durable (`fdatasync`).
     pub(crate) fn sync_data(&self) -> Result<()> {
         #[cfg(feature = "fault-injection")]

@@ -3,13 +3,13 @@
 //! the writer's bookkeeping, and the reader table (LMDB's `MDB_txninfo`;
 //! the table's protocol is in `io/slots.rs`).
 //!
-//! Layout, format version 3 (all fields little-endian, 8-byte aligned,
+//! Layout, format version 4 (all fields little-endian, 8-byte aligned,
 //! accessed atomically):
 //!
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0   | 8  | magic `b"SARSNLCK"` |
-//! | 8   | 4  | lock-file format version (3) |
+//! | 8   | 4  | lock-file format version (4) |
 //! | 12  | 4  | reader slots in the table |
 //! | 16  | 8  | snapshot seqlock counter (odd while the writer publishes) |
 //! | 24  | 8  | published txnid |
@@ -26,7 +26,8 @@
 //! | 280 | 8  | time of the last durable commit, ns on `CLOCK_MONOTONIC` (auto-sync) |
 //! | 288 | 4  | writer lock: 0, or the owner id with bit 31 set while someone waits (`io/writer_lock.rs`) |
 //! | 296 | 8  | last owner id handed out |
-//! | 304 | 16 | reserved |
+//! | 304 | 8  | truncations of the data file in this life: a writer that sees it change forgets the file length it knew |
+//! | 312 | 8  | reserved |
 //! | 320 | 64 × slots | reader slots (`io/slots.rs`) |
 //!
 //! Locks (`F_OFD_SETLK*`, so they belong to this open file description and
@@ -57,7 +58,7 @@ pub(crate) use super::fork::fork_generation;
 use super::fork::{register_lock, unregister_lock};
 
 const MAGIC: u64 = u64::from_le_bytes(*b"SARSNLCK");
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 /// Size of the header before the reader slots, bytes.
 pub(crate) const HEADER: usize = 320;
 /// Size of one reader slot, bytes.
@@ -72,6 +73,8 @@ const FLAG_SYNC_FAILED: u64 = 1;
 const UNSYNCED: usize = 272;
 /// Header word: `CLOCK_MONOTONIC` time of the last durable commit, ns.
 const SYNCED_AT: usize = 280;
+/// Offset of the count of truncations of the data file.
+const SHRINKS: usize = 304;
 /// How long a reader waits for a publish whose writer still holds the
 /// writer lock before it reports the lock file as stuck.
 const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -545,6 +548,19 @@ impl LockFile {
             w.load(Ordering::Relaxed).saturating_add(bytes),
             Ordering::Relaxed,
         );
+    }
+
+    /// How many times a writer of this life of the lock file truncated the
+    /// data file. A writer compares it with the count its process last
+    /// saw before it writes through its map: another process may have cut
+    /// the file shorter (`txn/shrink.rs`).
+    pub(crate) fn shrinks(&self) -> u64 {
+        self.word(SHRINKS).load(Ordering::Acquire)
+    }
+
+    /// Counts a truncation of the data file (writer lock held).
+    pub(crate) fn count_shrink(&self) {
+        self.word(SHRINKS).fetch_add(1, Ordering::AcqRel);
     }
 
     /// Records a durable commit (or sync) at monotonic time `now_ns`.

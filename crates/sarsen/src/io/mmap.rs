@@ -28,6 +28,9 @@ pub(crate) struct Map {
     /// Write-map mode: bytes from the start of the file whose blocks this
     /// process has allocated (page writes through the map stay below it).
     alloc_len: AtomicU64,
+    /// The lock file's truncation count when this process last learnt the
+    /// file's length (see [`Map::refresh_after_shrinks`]).
+    shrinks_seen: AtomicU64,
 }
 
 // SAFETY: shared views are read-only slices of pages no writer modifies
@@ -93,6 +96,7 @@ impl Map {
             file: handle,
             file_len,
             alloc_len: AtomicU64::new(0),
+            shrinks_seen: AtomicU64::new(0),
         })
     }
 
@@ -168,8 +172,8 @@ impl Map {
     /// fault when the page is first written through the map. Never past
     /// `upper`, never shrinking.
     ///
-    /// The file's apparent size runs [`SPARSE_AHEAD`] beyond the pages in
-    /// use. That slack is sparse (no disk blocks, and never written), and it
+    /// The file's apparent size runs a margin beyond the pages in use
+    /// ([`Map::grown_len`]: half their size, at most [`SPARSE_AHEAD`]). That slack is sparse (no disk blocks, and never written), and it
     /// matters: the kernel's mmap readahead stops at the end of the file, so
     /// a file that ends right after its last page gets only small page-cache
     /// folios there, and many more page faults.
@@ -183,11 +187,7 @@ impl Map {
                 .map_err(|e| Error::io("fstat", e))?
                 .len();
             let len = if need > len {
-                let target = (need + SPARSE_AHEAD)
-                    .div_ceil(step)
-                    .saturating_mul(step)
-                    .min(upper)
-                    .max(need);
+                let target = Map::grown_len(need, step, upper);
                 self.file
                     .set_len(target)
                     .map_err(|e| Error::io("ftruncate", e))?;
@@ -225,6 +225,58 @@ impl Map {
         }
         self.alloc_len.store(to, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+impl Map {
+    /// The file length this process last saw or set, bytes (no system
+    /// call: for cheap tests only).
+    pub(crate) fn known_len(&self) -> u64 {
+        self.file_len.load(Ordering::Relaxed)
+    }
+
+    /// Called by a writer, under the writer lock, with the lock file's
+    /// truncation count: if another writer cut the file since this process
+    /// last looked, forgets the length and blocks it knew beyond the
+    /// file's end now (one `fstat`).
+    pub(crate) fn refresh_after_shrinks(&self, shrinks: u64) -> Result<()> {
+        if self.shrinks_seen.load(Ordering::Relaxed) == shrinks {
+            return Ok(());
+        }
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| Error::io("fstat", e))?
+            .len();
+        self.forget_beyond(len);
+        self.shrinks_seen.store(shrinks, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Forgets what this process knew of the file's length and allocated
+    /// blocks beyond `len` bytes: the file was cut to `len`, by this
+    /// process ([`Map::truncate`]) or another. The next [`Map::grow`] past
+    /// it extends the file again (and allocates its blocks in write-map
+    /// mode) before any page there is written through the map, which would
+    /// otherwise raise `SIGBUS` past the end of the file.
+    pub(crate) fn forget_beyond(&self, len: u64) {
+        self.file_len.fetch_min(len, Ordering::Relaxed);
+        self.alloc_len.fetch_min(len, Ordering::Relaxed);
+    }
+
+    /// The apparent length [`Map::grow`] gives a file whose pages in use
+    /// end at byte `need`: a sparse margin beyond it of half of `need`,
+    /// at least one `step` and at most [`SPARSE_AHEAD`], in whole `step`s,
+    /// at most `upper` (and at least `need`). Proportional below the cap,
+    /// so that a small database's file stays within twice its pages.
+    pub(crate) fn grown_len(need: u64, step: u64, upper: u64) -> u64 {
+        let step = step.max(1);
+        let margin = (need / 2).clamp(step.min(SPARSE_AHEAD), SPARSE_AHEAD);
+        need.saturating_add(margin)
+            .div_ceil(step)
+            .saturating_mul(step)
+            .min(upper)
+            .max(need)
     }
 }
 

@@ -12,7 +12,8 @@
 //! | 12 | 4 | busy: 1 while a read transaction uses the slot |
 //! | 16 | 8 | owner token: random per environment, 0 = slot free |
 //! | 24 | 8 | thread tag of the last user (informational) |
-//! | 32 | 32 | reserved |
+//! | 32 | 8 | the snapshot's next unallocated page number: the file is never cut below it while the txnid is set |
+//! | 40 | 24 | reserved |
 //!
 //! **Ownership** is the token, never the pid: pids repeat across PID
 //! namespaces (two containers each have a pid 1) and are reused. Each
@@ -75,6 +76,12 @@ impl LockFile {
     /// Snapshot txnid published in slot `i` (0 = idle).
     pub(crate) fn slot_txnid(&self, i: u32) -> &AtomicU64 {
         self.word(self.slot_off(i))
+    }
+
+    /// Next unallocated page number of the snapshot in slot `i`, stored
+    /// before its txnid (see [`LockFile::max_reader_next`]).
+    pub(crate) fn slot_next(&self, i: u32) -> &AtomicU64 {
+        self.word(self.slot_off(i) + 32)
     }
 
     fn slot_pid(&self, i: u32) -> &AtomicU32 {
@@ -218,6 +225,27 @@ impl LockFile {
             self.slot_tid(i).load(Ordering::Relaxed),
             self.slot_txnid(i).load(Ordering::Acquire),
         ))
+    }
+
+    /// The largest next unallocated page number of the snapshots readers
+    /// hold (`None` when no reader is active): pages below it may be read,
+    /// so the data file must not be cut below it. A reader stores its
+    /// snapshot's page count (Relaxed) before its txnid (SeqCst), and this
+    /// loads the txnid (SeqCst) before the count, so a txnid seen comes
+    /// with its count. A reader whose txnid this scan misses rechecks the
+    /// published snapshot after storing it (`RoTxn::on_slot`): it either
+    /// reads the snapshot the caller (the writer) published, whose count
+    /// the caller includes, or retries on it.
+    pub(crate) fn max_reader_next(&self) -> Option<u64> {
+        let high = (self.high_water().load(Ordering::SeqCst) as u32).min(self.slots);
+        let mut max = None;
+        for i in 0..high {
+            if self.slot_txnid(i).load(Ordering::SeqCst) != 0 {
+                let n = self.slot_next(i).load(Ordering::Acquire);
+                max = Some(max.map_or(n, |m: u64| m.max(n)));
+            }
+        }
+        max
     }
 
     /// The oldest active snapshot txnid and its slot.

@@ -344,6 +344,46 @@ impl Pager {
         Ok(p)
     }
 
+    /// Orders the reclaimed pages after the kept run so that one-page
+    /// allocations, which take from the end, hand out the lowest page
+    /// first: the end of the file empties and can be given back
+    /// ([`Pager::refund_tail`]). Loaded records are written sorted
+    /// (`gc::save`), so this mostly merges sorted runs.
+    pub(crate) fn sort_reclaimed(&mut self) {
+        let from = self.kept_run.min(self.reclaimed.len());
+        self.reclaimed[from..].sort_unstable_by(|a, b| b.cmp(a));
+    }
+
+    /// Gives back to the unallocated end of the file the reclaimed pages
+    /// that end it: while page `next_pgno - 1` is reclaimed, it leaves
+    /// `reclaimed` and `next_pgno` moves back over it (libmdbx's refund).
+    /// Returns how many pages were given back. A reclaimed page is
+    /// unreachable from every snapshot a reader may hold (it came from a
+    /// GC record at or below the bound, or this transaction allocated it),
+    /// so a later allocation from the end may hand it out again, as it
+    /// would from the GC.
+    pub(crate) fn refund_tail(&mut self) -> usize {
+        let top = self.reclaimed[self.kept_run.min(self.reclaimed.len())..]
+            .iter()
+            .max()
+            .copied();
+        if top.is_none_or(|t| t.checked_add(1) != Some(self.next_pgno)) {
+            return 0;
+        }
+        self.sort_reclaimed();
+        let from = self.kept_run.min(self.reclaimed.len());
+        let mut n = 0;
+        while let Some(&p) = self.reclaimed.get(from + n) {
+            if p.checked_add(1) != Some(self.next_pgno) {
+                break;
+            }
+            self.next_pgno = p;
+            n += 1;
+        }
+        self.reclaimed.drain(from..from + n);
+        n
+    }
+
     /// In write-map mode, starts loading the free page the next one-page
     /// allocation will return. A reused page was last written long ago, so
     /// the copy into it would otherwise wait for its lines from memory. The
@@ -518,8 +558,9 @@ fn find_run(list: &[Pgno], n: usize) -> Option<Pgno> {
     }
     let mut sorted = list.to_vec();
     sorted.sort_unstable_by(|a, b| b.cmp(a));
-    // Descending order: a run p, p+1, .., p+n-1 sits at i+n-1 .. i.
-    let i = sorted.windows(n).position(is_run)?;
+    // Descending order: a run p, p+1, .., p+n-1 sits at i+n-1 .. i. The
+    // lowest run, as one-page allocations take the lowest page.
+    let i = sorted.windows(n).rposition(is_run)?;
     Some(sorted[i + n - 1])
 }
 

@@ -90,3 +90,44 @@ fn rolling_back_a_mark_restores_pages_and_free_lists() {
     assert!(p.marks.is_empty());
     assert_eq!(p.dirty_mut(a).unwrap()[100], 3);
 }
+
+/// A model of the free pages: a set, and the end of the pages in use.
+#[test]
+fn refund_gives_back_exactly_the_free_pages_that_end_the_file() {
+    use std::collections::BTreeSet;
+    let mut rng = 0x5eed_u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for case in 0..200 {
+        let (_dir, mut p) = mem_pager(512, 10_000);
+        let end = META_PAGES + 50 + (next() % 200) as u32;
+        p.begin(2, end, 10_000, 1);
+        let mut free = BTreeSet::new();
+        for _ in 0..(next() % 120) {
+            free.insert(META_PAGES + (next() % u64::from(end - META_PAGES)) as u32);
+        }
+        // Sometimes a free tail, as deletes at the end of the file leave.
+        if case % 2 == 0 {
+            free.extend(end - (next() % 30) as u32..end);
+        }
+        p.reclaimed = free.iter().copied().collect();
+        let n = p.refund_tail();
+        let mut model_end = end;
+        while free.remove(&(model_end - 1)) {
+            model_end -= 1;
+        }
+        assert_eq!(p.next_pgno, model_end, "case {case}: end");
+        assert_eq!(n as u32, end - model_end, "case {case}: count");
+        let left: BTreeSet<_> = p.reclaimed.iter().copied().collect();
+        assert_eq!(left, free, "case {case}: pages left free");
+        // Allocation takes the lowest free page first.
+        p.sort_reclaimed();
+        if let Some(&lowest) = free.iter().next() {
+            assert_eq!(p.alloc(1).unwrap(), lowest, "case {case}: lowest first");
+        }
+    }
+}

@@ -6,6 +6,7 @@
 mod canary;
 mod catalog;
 pub(crate) mod commit;
+mod compact;
 mod cursor;
 mod dup;
 pub(crate) mod group;
@@ -14,6 +15,7 @@ mod modes;
 mod nested;
 mod place;
 mod read;
+pub(crate) mod shrink;
 mod slow;
 mod write;
 

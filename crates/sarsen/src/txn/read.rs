@@ -107,6 +107,9 @@ impl<'env> RoTxn<'env> {
                     return Err(e);
                 }
             };
+            // The page count first: a writer that sees the txnid sees it
+            // too, and never cuts the file below it.
+            lock.slot_next(slot).store(p.next_pgno, Ordering::Release);
             lock.slot_txnid(slot).store(p.txnid, Ordering::SeqCst);
             if lock.published_txnid() == p.txnid {
                 break p;
@@ -660,16 +663,25 @@ impl<'env> RoTxn<'env> {
     }
 
     /// Pages recorded in the GC tree of this snapshot.
-    pub(crate) fn gc_pages(&self) -> Result<u64> {
+    pub(crate) fn gc_pages(&self) -> Result<(u64, u64)> {
         let mut c =
             crate::cursor::RawCursor::new(AnySource::Map(self.src), self.gc, Order::Bytewise);
-        let mut n = 0;
+        let mut pages = Vec::new();
         let mut e = c.first()?;
         while let Some((_, v)) = e {
-            n += v.len() as u64 / 4;
+            pages.extend(v.chunks_exact(4).map(|b| crate::page::rd32(b, 0)));
             e = c.next()?;
         }
-        Ok(n)
+        pages.sort_unstable();
+        // The free tail: free pages that end the pages in use.
+        let mut end = self.next_pgno();
+        for &p in pages.iter().rev() {
+            if u64::from(p) + 1 != end {
+                break;
+            }
+            end -= 1;
+        }
+        Ok((pages.len() as u64, self.next_pgno() - end))
     }
 }
 

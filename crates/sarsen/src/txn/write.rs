@@ -87,6 +87,8 @@ impl<'env> RwTxn<'env> {
                 (p, ws)
             }
         };
+        // Another process may have cut the file since this one last wrote.
+        env.map.refresh_after_shrinks(env.lock.shrinks())?;
         let w = &mut self.w;
         w.reset();
         let last = p.txnid;
@@ -701,19 +703,20 @@ impl<'env> RwTxn<'env> {
         // Only a child leaked with `mem::forget` leaves a checkpoint: its
         // changes stay, as if it had committed.
         self.w.drop_checkpoints();
+        let freed = self.w.pager().freed.len() as u64;
+        let txnid = self.w.txnid();
         let r = commit::commit(self.env, &mut self.w);
         self.finish();
-        match r? {
-            commit::Outcome::Done => Ok(()),
-            commit::Outcome::Pending(txnid) => {
-                // Let the next writer of this environment in (dropping
-                // `self` releases the writer mutex), then wait for a sync
-                // that covers this commit.
-                let env = self.env;
-                drop(self);
-                env.group.wait_durable(env, txnid)
-            }
+        // Let the next writer of this environment in (dropping `self`
+        // releases the writer mutex) before waiting for a sync or giving
+        // space back, which takes the writer again.
+        let env = self.env;
+        drop(self);
+        if let commit::Outcome::Pending(txnid) = r? {
+            env.group.wait_durable(env, txnid)?;
         }
+        crate::env::after_commit(env, freed, txnid);
+        Ok(())
     }
 
     /// Sets how this transaction's commit is made durable, instead of the

@@ -154,12 +154,12 @@ pub(crate) fn load_record(w: &mut WriteStore) -> Result<bool> {
             return Err(e);
         }
     }
-    // In front of the pages reclaimed before (after a kept run): allocation
-    // takes from the end, so the records loaded first (the newest) are used
-    // up first and the older ones are left as they were, with nothing to
-    // rewrite.
+    // Lowest first: allocation takes from the end of the sorted list, so
+    // the end of the file empties and commit can give it back
+    // (`Pager::refund_tail`).
     let at = w.pager.kept_run.min(w.pager.reclaimed.len());
     w.pager.reclaimed.splice(at..at, pages.iter().copied());
+    w.pager.sort_reclaimed();
     w.loaded.push(Loaded { key: k, pages });
     Ok(true)
 }
@@ -308,12 +308,15 @@ fn plan(w: &WriteStore, cap: usize, chunks: usize) -> Vec<([u8; 12], Vec<Pgno>)>
         out.push((l.key, p.reclaimed[from..to].to_vec()));
         from = to;
     }
-    let rest: Vec<Pgno> = p
+    let mut rest: Vec<Pgno> = p
         .freed
         .iter()
         .chain(&p.reclaimed[from..])
         .copied()
         .collect();
+    // Sorted as `load_record` orders what it loads, so that a later load
+    // merges sorted runs.
+    rest.sort_unstable_by(|a, b| b.cmp(a));
     let mut n = 0;
     for c in rest.chunks(cap) {
         out.push((key(p.txnid, n), c.to_vec()));

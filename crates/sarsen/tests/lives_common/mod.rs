@@ -339,6 +339,7 @@ pub fn probe(dir: &Path, h: &History, life: &Life) -> Vec<OpClass> {
             Op::Write { offset, .. } if *offset < metas => OpClass::Meta,
             Op::Write { .. } => OpClass::Page,
             Op::Sync { .. } => OpClass::Sync,
+            Op::SetLen { .. } => OpClass::Page,
         })
         .collect()
 }
