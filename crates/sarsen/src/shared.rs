@@ -39,6 +39,9 @@ pub(crate) struct Shared {
     /// Auto-compaction: the newest commit whose freed pages were counted;
     /// they are reusable once no snapshot older than it is held.
     pub(crate) compact_after: std::sync::atomic::AtomicU64,
+    /// Auto-compaction: how many times a quarter of the shrink threshold
+    /// in freed pages the next look waits for (1 to 64).
+    pub(crate) compact_backoff: std::sync::atomic::AtomicU64,
     /// A compaction of this environment is under way (`env/compact.rs`).
     pub(crate) compacting: std::sync::atomic::AtomicBool,
     pub(crate) uid: u64,

@@ -137,12 +137,12 @@ pub(crate) fn with_writer<T>(env: &Shared, f: impl FnOnce(&Shared) -> Result<T>)
 }
 
 /// After a commit that succeeded (`freed`: the pages it freed from its
-/// trees): counts them, and when the pages freed since the last compaction
-/// reach the shrink threshold and no snapshot can see them any more,
-/// compacts the file if more of it is free than in use; else gives back
-/// what the file holds past its pages in use, if that reaches the
-/// threshold. Errors are dropped: the commit is done and durable as its
-/// mode says, and what this leaves undone is retried after a later commit.
+/// trees): counts them, and once the pages freed since the last look reach
+/// a quarter of the shrink threshold (times a back-off) and no snapshot
+/// can see them any more, looks at the GC ([`auto_compact`]). Otherwise,
+/// cuts the file if it runs past its pages in use by the threshold.
+/// Errors are dropped: the commit is done and durable as its mode says,
+/// and what this leaves undone is retried after a later commit.
 pub(crate) fn after_commit(env: &Shared, freed: u64, txnid: u64) {
     if env.shrink_bytes == 0 || env.read_only || env.compacting() {
         return;
@@ -152,7 +152,10 @@ pub(crate) fn after_commit(env: &Shared, freed: u64, txnid: u64) {
     if freed > 0 {
         env.compact_after.fetch_max(txnid, Ordering::Relaxed);
     }
-    if env.auto_compact && pending.saturating_mul(ps) >= env.shrink_bytes && reusable(env) {
+    let look_every = (env.shrink_bytes / ps / 4)
+        .max(1)
+        .saturating_mul(env.compact_backoff.load(Ordering::Relaxed).max(1));
+    if env.auto_compact && pending >= look_every && reusable(env) {
         let _ = auto_compact(env);
         return;
     }
@@ -180,28 +183,43 @@ fn reusable(env: &Shared) -> bool {
         .is_none_or(|o| o >= after)
 }
 
-/// The automatic compaction: one look at the GC (in a transaction that is
-/// then dropped), then [`compact`] if it gives back at least the shrink
-/// threshold and moves at most a quarter as many pages as it gives back
-/// (a file emptied by deletes whose remaining pages are low already needs
-/// only its free tail cut, which a pass does without moving anything).
+/// The automatic compaction. A look at the GC's reusable pages (the
+/// lengths of its records) says how much a compaction could give back; if
+/// that reaches the shrink threshold, a measure of the pages in use above
+/// the target end says what it would move, and the file is compacted when
+/// that is at most a quarter of what it gives back (a file emptied by
+/// deletes whose remaining pages are low needs only its free tail cut,
+/// which a pass does without moving anything). A measure that finds too
+/// much to move doubles the freed pages the next look waits for (up to
+/// 64 times), so a fragmented file is not measured after every few
+/// commits.
 fn auto_compact(env: &Shared) -> Result<()> {
+    // One at a time: another thread of this environment may be at it.
     let busy = Busy::enter(env);
+    if !busy.1 {
+        return Ok(());
+    }
     env.freed_since_compact.store(0, Ordering::Relaxed);
     let ps = u64::from(env.page_size);
-    let pass = RwTxn::begin(env)?.measure_tail()?;
-    let gain = pass.next_before.saturating_sub(pass.in_use);
-    drop(busy);
-    if gain.saturating_mul(ps) >= env.shrink_bytes && pass.to_move.saturating_mul(4) <= gain {
-        compact(env, Cut::Threshold)?;
-    } else {
-        with_writer(env, |env| shrink::shrink(env, Cut::Threshold))?;
+    let free = RwTxn::begin(env)?.reusable_pages()?;
+    if free.saturating_mul(ps) >= env.shrink_bytes {
+        let pass = RwTxn::begin(env)?.measure_tail()?;
+        let gain = pass.next_before.saturating_sub(pass.in_use);
+        if gain.saturating_mul(ps) >= env.shrink_bytes && pass.to_move.saturating_mul(4) <= gain {
+            env.compact_backoff.store(1, Ordering::Relaxed);
+            compact(env, Cut::Threshold)?;
+            return Ok(());
+        }
+        let b = env.compact_backoff.load(Ordering::Relaxed).max(1);
+        env.compact_backoff.store((b * 2).min(64), Ordering::Relaxed);
     }
+    with_writer(env, |env| shrink::shrink(env, Cut::Threshold))?;
     Ok(())
 }
 
 /// Marks a compaction under way in this environment, so that its own
-/// commits do not start another (`after_commit`).
+/// commits do not start another (`after_commit`). The flag is cleared by
+/// the guard that set it (`.1`), not by a nested one.
 struct Busy<'a>(&'a Shared, bool);
 
 impl<'a> Busy<'a> {

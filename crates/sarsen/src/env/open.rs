@@ -169,6 +169,7 @@ impl Env {
             auto_compact: o.auto_compact,
             freed_since_compact: Default::default(),
             compact_after: Default::default(),
+            compact_backoff: std::sync::atomic::AtomicU64::new(1),
             compacting: Default::default(),
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             token: crate::io::slots::new_owner_token(),

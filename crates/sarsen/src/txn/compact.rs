@@ -47,6 +47,28 @@ impl RwTxn<'_> {
         r
     }
 
+    /// The pages of the GC records this transaction may reuse (txnid at or
+    /// below its bound), counted from the records' lengths: a read of the
+    /// GC tree's leaves, nothing loaded or claimed.
+    ///
+    /// # Errors
+    ///
+    /// `Corrupted` for a damaged GC tree; those of reading pages.
+    pub(crate) fn reusable_pages(&self) -> Result<u64> {
+        let w = &*self.w;
+        let mut c = RawCursor::new(w.view(), w.store.gc, Order::Bytewise);
+        let mut n = 0u64;
+        let mut e = c.first()?;
+        while let Some((k, v)) = e {
+            if gc::key_txnid(k).is_none_or(|t| t > w.store.gc_bound) {
+                break;
+            }
+            n += v.len() as u64 / 4;
+            e = c.next()?;
+        }
+        Ok(n)
+    }
+
     /// Loads every reusable GC record and measures what a pass would do,
     /// changing nothing (the caller aborts or goes on with
     /// [`relocate_tail`](RwTxn::relocate_tail)).
