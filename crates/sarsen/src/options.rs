@@ -215,9 +215,9 @@ impl EnvOptions {
     /// The file is never cut below a page that a live snapshot in any
     /// process, or a commit that open might pick after a crash, may read:
     /// in `SafeNoSync` and `NoMetaSync` the shrink waits for the next
-    /// durable commit or [`Env::sync`](crate::Env::sync). An environment
-    /// opened without a lock file ([`EnvOptions::no_lock`]) never truncates
-    /// (it cannot see other processes' readers).
+    /// durable commit or [`Env::sync`](crate::Env::sync). While an old
+    /// snapshot is open, little or nothing may be given back; the rest is
+    /// after it ends.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -234,13 +234,21 @@ impl EnvOptions {
         self
     }
 
-    /// Whether commits compact the file by themselves (default on): after a
-    /// commit that leaves at least the shrink threshold's worth of free
-    /// pages and more free pages than pages in use, the committing thread
-    /// runs [`Env::compact`](crate::Env::compact) once the freed pages are
-    /// reusable (no older reader, and in the non-durable modes after a
-    /// sync). Off, or with a shrink threshold of 0, only free pages at the
-    /// end of the file are given back by themselves.
+    /// Whether commits compact the file by themselves (default on). Once
+    /// the pages freed since the last look reach a quarter of the shrink
+    /// threshold and no snapshot can see them (no older reader; in the
+    /// non-durable modes, after a sync), the next commits move the pages in
+    /// use out of the end of the file into lower free pages and give the
+    /// end back, as [`Env::compact`](crate::Env::compact) does but inside
+    /// the caller's own commits (no commit, no txnid, is added): when at
+    /// least three quarters of the file's pages are free (so the file is
+    /// kept within about four times its pages in use, and a mass delete
+    /// compacts only a few times), that gives back at least the threshold,
+    /// and it moves at most a quarter as many pages as it gives back
+    /// (libmdbx gives back only a free tail; this also moves pages in use).
+    /// Off, only free pages that end the file are given back by
+    /// themselves, once they reach the threshold. With a shrink threshold
+    /// of 0, neither happens.
     pub fn auto_compact(mut self, on: bool) -> Self {
         self.auto_compact = on;
         self

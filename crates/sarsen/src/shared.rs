@@ -42,6 +42,16 @@ pub(crate) struct Shared {
     /// Auto-compaction: how many times a quarter of the shrink threshold
     /// in freed pages the next look waits for (1 to 64).
     pub(crate) compact_backoff: std::sync::atomic::AtomicU64,
+    /// Truncation attempts after commits: commits left to skip, and the
+    /// skip after the next attempt that cuts nothing (doubling, at most
+    /// 16; `env/compact.rs::after_commit`).
+    pub(crate) shrink_skip: std::sync::atomic::AtomicU64,
+    pub(crate) shrink_backoff: std::sync::atomic::AtomicU64,
+    /// The published `next_pgno` at the last truncation check.
+    pub(crate) shrink_last_next: std::sync::atomic::AtomicU64,
+    /// What the automatic compaction asks of the next commit
+    /// (`txn/compact.rs`: `DUE_NONE`, `DUE_RELOCATE`, `DUE_REFUND`).
+    pub(crate) compact_due: std::sync::atomic::AtomicU8,
     /// A compaction of this environment is under way (`env/compact.rs`).
     pub(crate) compacting: std::sync::atomic::AtomicBool,
     pub(crate) uid: u64,

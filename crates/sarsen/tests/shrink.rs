@@ -73,6 +73,17 @@ fn delete_fraction(env: &Env, frac: f64, rng: &mut StdRng, model: &mut BTreeMap<
     w.commit().unwrap();
 }
 
+/// Three small commits, each putting one key under `prefix`.
+fn settle(env: &Env, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, prefix: &str) {
+    for i in 0..3 {
+        let k = format!("{prefix}{i}").into_bytes();
+        let mut w = env.write_txn().unwrap();
+        w.put(env.main_db(), &k, b"x").unwrap();
+        model.insert(k, b"x".to_vec());
+        w.commit().unwrap();
+    }
+}
+
 fn same_as_model(env: &Env, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
     let r = env.read_txn().unwrap();
     let got: Vec<(Vec<u8>, Vec<u8>)> = r
@@ -102,13 +113,11 @@ fn churn_shrinks_by_itself_then_compact_to_the_data() {
     let mut model = BTreeMap::new();
     fill(&env, fill_mb(), &mut rng, &mut model);
     let full = file_len(dir.path());
-    eprintln!("after fill: len {full} info {:?}", env.info().unwrap());
     delete_fraction(&env, 0.9, &mut rng, &mut model);
-    // One more commit: the deleted pages are reusable from it on.
-    let mut w = env.write_txn().unwrap();
-    w.put(env.main_db(), b"after", b"x").unwrap();
-    model.insert(b"after".to_vec(), b"x".to_vec());
-    w.commit().unwrap();
+    // The next commits (no more than three) compact by themselves: the
+    // deleted pages are reusable from the first on, it moves the pages in
+    // use out of the tail, and the next gives the tail back.
+    settle(&env, &mut model, "after");
     same_as_model(&env, &model, "after the auto shrink");
     let info = env.info().unwrap();
     let used = info.next_pgno * u64::from(info.page_size);
@@ -172,11 +181,8 @@ fn an_old_reader_keeps_its_pages_and_the_shrink_waits_for_it() {
     assert!(c.len_after >= snap_end, "cut below a live snapshot");
     assert!(file_len(dir.path()) >= snap_end);
     drop(reader);
-    // Once it ends, the next commit gives the space back.
-    let mut w = env.write_txn().unwrap();
-    w.put(env.main_db(), b"after", b"y").unwrap();
-    model.insert(b"after".to_vec(), b"y".to_vec());
-    w.commit().unwrap();
+    // Once it ends, the next commits give the space back.
+    settle(&env, &mut model, "after");
     same_as_model(&env, &model, "after the reader ended");
     assert!(
         file_len(dir.path()) <= 2 * live(&env),
@@ -184,4 +190,52 @@ fn an_old_reader_keeps_its_pages_and_the_shrink_waits_for_it() {
         file_len(dir.path()),
         live(&env)
     );
+}
+
+/// The automatic compaction after a commit never waits for the writer: a
+/// writer that took the lock as the commit released it, and waits for that
+/// commit to return, must not deadlock with it (found in review: every
+/// round hung).
+#[test]
+fn a_commit_that_compacts_does_not_wait_for_the_next_writer() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    for round in 0..5u32 {
+        let dir = tempfile::tempdir().unwrap();
+        let env = unsafe { EnvOptions::new().shrink_threshold(1 << 20).open(dir.path()) }.unwrap();
+        let db = env.main_db();
+        let mut w = env.write_txn().unwrap();
+        for i in 0..20_000u32 {
+            w.put(db, &i.to_be_bytes(), &[round as u8; 100]).unwrap();
+        }
+        w.commit().unwrap();
+        let mut w = env.write_txn().unwrap();
+        for i in 0..19_000u32 {
+            w.delete(db, &i.to_be_bytes()).unwrap();
+        }
+        let (returned_tx, returned_rx) = mpsc::channel::<()>();
+        let (waiting_tx, waiting_rx) = mpsc::channel::<bool>();
+        std::thread::scope(|s| {
+            let env = &env;
+            s.spawn(move || {
+                // Blocks until the commit below releases the writer, then
+                // holds it while it waits for that commit to return.
+                let mut b = env.write_txn().unwrap();
+                let ok = returned_rx.recv_timeout(Duration::from_secs(10)).is_ok();
+                b.put(db, b"b", b"b").unwrap();
+                b.commit().unwrap();
+                waiting_tx.send(ok).unwrap();
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            w.commit().unwrap();
+            returned_tx.send(()).unwrap();
+            assert!(
+                waiting_rx.recv().unwrap(),
+                "round {round}: the commit did not return while the next writer waited for it"
+            );
+        });
+        let r = env.read_txn().unwrap();
+        assert_eq!(r.get(db, b"b").unwrap(), Some(&b"b"[..]));
+        assert_eq!(r.stat(db).unwrap().entries, 1_001);
+    }
 }

@@ -50,6 +50,7 @@ impl<S: PageStore> Tree<'_, S> {
             limit,
             seen: Visited::default(),
             moved: 0,
+            leaf_links: dups || self.rec.overflow_pages > 0,
         };
         let root = self.rec.root;
         if let Some(new) = self.move_page(root, depth, dups, &mut walk)? {
@@ -82,6 +83,12 @@ impl<S: PageStore> Tree<'_, S> {
             walk.moved += 1;
         }
         for (i, child) in below.children {
+            // A leaf below the limit whose tree keeps no overflow run or
+            // sub-tree in its leaves has nothing below it to move: not read.
+            if levels == 2 && !walk.leaf_links && child < walk.limit {
+                walk.seen.enter(child)?;
+                continue;
+            }
             if let Some(new) = self.move_page(child, levels - 1, dups, walk)? {
                 me = self.own(me)?;
                 self.set_child(me, i, new)?;
@@ -119,10 +126,11 @@ impl<S: PageStore> Tree<'_, S> {
             self.state.clear_hint(sub.root);
             let ord = self.ord;
             let root = sub.root;
-            let Some(new) = self
-                .with(&mut sub, ord)
-                .move_page(root, depth, false, walk)?
-            else {
+            // A sub-tree's leaves hold bare values: no links.
+            let links = std::mem::replace(&mut walk.leaf_links, false);
+            let r = self.with(&mut sub, ord).move_page(root, depth, false, walk);
+            walk.leaf_links = links;
+            let Some(new) = r? else {
                 continue;
             };
             sub.root = new;
@@ -184,4 +192,7 @@ struct Walk {
     limit: Pgno,
     seen: Visited,
     moved: u64,
+    /// Whether the leaves of the tree being walked may hold overflow runs
+    /// or duplicate sub-trees (else leaves below the limit are not read).
+    leaf_links: bool,
 }

@@ -1,16 +1,19 @@
-//! In-place compaction ([`Env::compact`], redb's `Database::compact`) and
-//! its automatic form after commits that free much (libmdbx's continuous
-//! compaction goes as far as giving back a free tail; this also moves
-//! pages in use out of the tail).
+//! In-place compaction ([`Env::compact`], redb's `Database::compact`), the
+//! automatic compaction's look after commits, and the truncation attempt
+//! after them (libmdbx's continuous compaction goes as far as giving back a
+//! free tail; this also moves pages in use out of the tail).
 //!
-//! A compaction is a few write transactions (`txn/compact.rs`): the first
-//! moves every page in use at or above the target end into the lowest free
-//! pages; its commit gives back the free tail it can, and the next one the
-//! pages the moves freed (reusable once no snapshot can see them); it stops
-//! when a pass neither moves a page nor lowers the end. Then the file is
-//! truncated (`txn/shrink.rs`). Readers keep their snapshots throughout:
-//! nothing a live snapshot can reach is reused or cut, so with an old
-//! reader open a compaction gives back less, and the rest after it ends.
+//! `Env::compact` is a few write transactions of its own
+//! (`txn/compact.rs`): the first moves every page in use at or above the
+//! target end into the lowest free pages; its commit gives back the free
+//! tail it can, and the next one the pages the moves freed (reusable once
+//! no snapshot can see them); it stops when a pass neither moves a page nor
+//! lowers the end. Then the file is truncated (`txn/shrink.rs`). The
+//! automatic compaction does the same work inside the callers' own next
+//! commits (`txn/compact.rs::in_commit`), after a look here asks for it.
+//! Readers keep their snapshots throughout: nothing a live snapshot can
+//! reach is reused or cut, so with an old reader open a compaction gives
+//! back little or nothing, and the rest after it ends.
 
 use std::sync::atomic::Ordering;
 
@@ -18,6 +21,7 @@ use super::Env;
 use crate::error::Result;
 use crate::options::Durability;
 use crate::shared::Shared;
+use crate::txn::compact::{DUE_NONE, DUE_REFUND, DUE_RELOCATE};
 use crate::txn::shrink::{self, Cut};
 use crate::txn::RwTxn;
 
@@ -52,8 +56,8 @@ impl Env {
     /// open (a later `compact`, or the automatic one, takes the rest).
     ///
     /// Takes the writer lock for each step, like any write transaction.
-    /// An environment without a lock file ([`EnvOptions::no_lock`](crate::EnvOptions::no_lock))
-    /// moves pages but does not truncate.
+    /// With an old snapshot open, little or nothing is given back (the
+    /// pages a pass moves stay in that snapshot).
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
@@ -83,22 +87,38 @@ impl Env {
     /// the GC is damaged. Steps committed before an error stay committed
     /// (each holds the same data).
     pub fn compact(&self) -> Result<Compaction> {
-        compact(&self.shared, Cut::Exact)
+        compact(&self.shared)
     }
 }
 
-/// Runs compaction passes, then truncates as `cut` says.
-pub(crate) fn compact(env: &Shared, cut: Cut) -> Result<Compaction> {
+/// Whether work under the writer lock waits for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    /// Wait, as any write transaction does (`Env::compact`).
+    Block,
+    /// Skip the work when another thread or process has the writer: the
+    /// automatic compaction runs in a thread whose commit has not returned
+    /// yet, and a writer that took the lock may be waiting for that return
+    /// (waiting here would deadlock).
+    Skip,
+}
+
+/// Runs compaction passes, each a write transaction of its own, then cuts
+/// the file right after the last page anyone may read.
+fn compact(env: &Shared) -> Result<Compaction> {
     let _busy = Busy::enter(env);
     let mut c = Compaction {
         len_before: env.file.len()?,
         ..Compaction::default()
     };
-    let mut last_next = u64::MAX;
+    let mut last_next = env.published()?.next_pgno;
     for _ in 0..MAX_PASSES {
         let mut txn = RwTxn::begin(env)?;
-        // Durable, so that the next pass may reuse what this one freed.
-        txn.set_durability(Durability::Durable);
+        // Durable, so that the next pass may reuse what this one freed (a
+        // `NoSync` environment reuses freed pages without a sync).
+        if env.durability != Durability::NoSync {
+            txn.set_durability(Durability::Durable);
+        }
         let pass = txn.relocate_tail()?;
         txn.commit()?;
         c.commits += 1;
@@ -109,40 +129,71 @@ pub(crate) fn compact(env: &Shared, cut: Cut) -> Result<Compaction> {
         }
         last_next = next;
     }
-    with_writer(env, |env| shrink::shrink(env, cut))?;
-    // The count of freed pages stays: if a reader held some back, the
-    // automatic compaction after a later commit takes them.
+    with_writer(env, Wait::Block, |env| shrink::shrink(env, Cut::Exact))?;
     c.len_after = env.file.len()?;
     Ok(c)
 }
 
 /// Runs `f` with the writer lock held and every commit of this
 /// environment's group-commit chain published (as `Env::sync` does).
-pub(crate) fn with_writer<T>(env: &Shared, f: impl FnOnce(&Shared) -> Result<T>) -> Result<T> {
+/// `Ok(None)` if skipped: `Wait::Skip` and the writer busy, or commits of
+/// the chain waiting for their sync.
+fn with_writer<T>(
+    env: &Shared,
+    wait: Wait,
+    f: impl FnOnce(&Shared) -> Result<T>,
+) -> Result<Option<T>> {
     env.check_fork()?;
     env.check_synced()?;
-    let _g = env.writer.lock().unwrap_or_else(|e| e.into_inner());
-    env.group.flush(env)?;
-    if env.group.enter(env)?.is_some() {
-        env.group.leave(env);
-        return Err(crate::Error::corrupted(
-            0,
-            "group-commit chain grew under the writer mutex",
-        ));
-    }
-    env.map.refresh_after_shrinks(env.lock.shrinks())?;
-    let r = f(env);
+    let _g = match wait {
+        Wait::Block => {
+            let g = env.writer.lock().unwrap_or_else(|e| e.into_inner());
+            env.group.flush(env)?;
+            if env.group.enter(env)?.is_some() {
+                env.group.leave(env);
+                return Err(crate::Error::corrupted(
+                    0,
+                    "group-commit chain grew under the writer mutex",
+                ));
+            }
+            g
+        }
+        Wait::Skip => {
+            let g = match env.writer.try_lock() {
+                Ok(g) => g,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+            };
+            match env.group.try_enter(env)? {
+                None => return Ok(None),
+                Some(Some(_)) => {
+                    env.group.leave(env);
+                    return Ok(None);
+                }
+                Some(None) => g,
+            }
+        }
+    };
+    let r = env
+        .map
+        .refresh_after_shrinks(env.lock.shrinks())
+        .and_then(|()| f(env));
     env.group.leave(env);
-    r
+    r.map(Some)
 }
 
 /// After a commit that succeeded (`freed`: the pages it freed from its
 /// trees): counts them, and once the pages freed since the last look reach
 /// a quarter of the shrink threshold (times a back-off) and no snapshot
-/// can see them any more, looks at the GC ([`auto_compact`]). Otherwise,
-/// cuts the file if it runs past its pages in use by the threshold.
-/// Errors are dropped: the commit is done and durable as its mode says,
-/// and what this leaves undone is retried after a later commit.
+/// can see them any more, looks at the GC ([`look`]), which may ask the
+/// next commit to compact. Then cuts the file if it runs past its pages in
+/// use by the threshold (an attempt that cuts nothing, held back by a
+/// reader or the durable commit, makes the next ones wait a doubling
+/// number of commits, at most 16, until the end of the pages in use moves
+/// back). Never waits for the writer: a writer that took it
+/// may be waiting for this commit to return, so work that finds it busy is
+/// skipped and retried after a later commit. Errors are dropped: the commit
+/// is done and durable as its mode says.
 pub(crate) fn after_commit(env: &Shared, freed: u64, txnid: u64) {
     if env.shrink_bytes == 0 || env.read_only || env.compacting() {
         return;
@@ -155,16 +206,32 @@ pub(crate) fn after_commit(env: &Shared, freed: u64, txnid: u64) {
     let look_every = (env.shrink_bytes / ps / 4)
         .max(1)
         .saturating_mul(env.compact_backoff.load(Ordering::Relaxed).max(1));
-    if env.auto_compact && pending >= look_every && reusable(env) {
-        let _ = auto_compact(env);
-        return;
+    if pending >= look_every && reusable(env) {
+        let _ = look(env);
     }
     let Ok(p) = env.published() else {
         return;
     };
-    if shrink::worth_a_look(env, env.map.known_len(), p.next_pgno) {
-        let _ = with_writer(env, |env| shrink::shrink(env, Cut::Threshold));
+    if !shrink::worth_a_look(env, env.map.known_len(), p.next_pgno) {
+        return;
     }
+    // A lower end of the pages in use may let a cut through at once.
+    if env.shrink_last_next.swap(p.next_pgno, Ordering::Relaxed) > p.next_pgno {
+        env.shrink_skip.store(0, Ordering::Relaxed);
+        env.shrink_backoff.store(0, Ordering::Relaxed);
+    }
+    let skip = env.shrink_skip.load(Ordering::Relaxed);
+    if skip > 0 {
+        env.shrink_skip.store(skip - 1, Ordering::Relaxed);
+        return;
+    }
+    let cut = with_writer(env, Wait::Skip, |env| shrink::shrink(env, Cut::Threshold));
+    let next_skip = match cut {
+        Ok(Some(Some(_))) | Ok(None) => 0,
+        _ => (env.shrink_backoff.load(Ordering::Relaxed) * 2).clamp(1, 16),
+    };
+    env.shrink_backoff.store(next_skip, Ordering::Relaxed);
+    env.shrink_skip.store(next_skip, Ordering::Relaxed);
 }
 
 /// Whether the pages freed by the commits counted so far are reusable:
@@ -183,37 +250,54 @@ fn reusable(env: &Shared) -> bool {
         .is_none_or(|o| o >= after)
 }
 
-/// The automatic compaction. A look at the GC's reusable pages (the
-/// lengths of its records) says how much a compaction could give back; if
-/// that reaches the shrink threshold, a measure of the pages in use above
-/// the target end says what it would move, and the file is compacted when
-/// that is at most a quarter of what it gives back (a file emptied by
-/// deletes whose remaining pages are low needs only its free tail cut,
-/// which a pass does without moving anything). A measure that finds too
-/// much to move doubles the freed pages the next look waits for (up to
-/// 64 times), so a fragmented file is not measured after every few
+/// The automatic compaction's look, in a write transaction that is then
+/// dropped (it commits nothing; the writer is tried, never waited for):
+/// the reusable GC records' lengths first, then, past the shrink threshold,
+/// their pages. It asks the next commit (`txn/compact.rs::in_commit`) to
+/// move the pages in use out of the tail when at least three quarters of
+/// the file's pages are free (the file is over four times its data; a mass
+/// delete then compacts only a few times), the file would give back at
+/// least the threshold, and at most a quarter as many pages must move as
+/// are given back (`EnvOptions::auto_compact`); else to give back the free
+/// tail when that reaches the threshold. A look that finds the threshold
+/// free but asks nothing doubles the freed pages the next one waits for
+/// (up to 64 times), so a fragmented file is not scanned after every few
 /// commits.
-fn auto_compact(env: &Shared) -> Result<()> {
-    // One at a time: another thread of this environment may be at it.
-    let busy = Busy::enter(env);
-    if !busy.1 {
-        return Ok(());
-    }
-    env.freed_since_compact.store(0, Ordering::Relaxed);
+fn look(env: &Shared) -> Result<()> {
     let ps = u64::from(env.page_size);
-    let free = RwTxn::begin(env)?.reusable_pages()?;
-    if free.saturating_mul(ps) >= env.shrink_bytes {
-        let pass = RwTxn::begin(env)?.measure_tail()?;
-        let gain = pass.next_before.saturating_sub(pass.in_use);
-        if gain.saturating_mul(ps) >= env.shrink_bytes && pass.to_move.saturating_mul(4) <= gain {
-            env.compact_backoff.store(1, Ordering::Relaxed);
-            compact(env, Cut::Threshold)?;
-            return Ok(());
+    let Some(txn) = RwTxn::try_begin(env)? else {
+        return Ok(());
+    };
+    // Counted from here: a look skipped for a busy writer is retried.
+    env.freed_since_compact.store(0, Ordering::Relaxed);
+    let at_least = env.shrink_bytes.div_ceil(ps);
+    let pass = txn.look(at_least)?;
+    drop(txn);
+    // Little free (the cheap sum alone): nothing to back off from.
+    let Some(pass) = pass else {
+        return Ok(());
+    };
+    let due = match Some(pass) {
+        Some(p)
+            if env.auto_compact
+                && p.gain() >= p.in_use.saturating_mul(3)
+                && p.gain().saturating_mul(ps) >= env.shrink_bytes
+                && p.to_move > 0
+                && p.to_move.saturating_mul(4) <= p.gain() =>
+        {
+            DUE_RELOCATE
         }
+        Some(p) if p.tail.saturating_mul(ps) >= env.shrink_bytes => DUE_REFUND,
+        _ => DUE_NONE,
+    };
+    if due == DUE_NONE {
         let b = env.compact_backoff.load(Ordering::Relaxed).max(1);
-        env.compact_backoff.store((b * 2).min(64), Ordering::Relaxed);
+        env.compact_backoff
+            .store((b * 2).min(64), Ordering::Relaxed);
+    } else {
+        env.compact_backoff.store(1, Ordering::Relaxed);
+        env.compact_due.store(due, Ordering::Relaxed);
     }
-    with_writer(env, |env| shrink::shrink(env, Cut::Threshold))?;
     Ok(())
 }
 

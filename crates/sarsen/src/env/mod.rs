@@ -37,9 +37,10 @@ pub struct EnvInfo {
     /// Pages recorded free in the GC tree (reusable now or once readers move on).
     pub gc_pages: u64,
     /// The free tail: pages of the GC that end the pages in use (the run
-    /// `next_pgno - free_tail_pages .. next_pgno`, all free). A commit
-    /// gives them back to the unallocated end once no snapshot can see
-    /// them (design.md §7).
+    /// `next_pgno - free_tail_pages .. next_pgno`, all free). A commit that
+    /// loads them gives them back to the unallocated end once no snapshot
+    /// can see them: compaction, the automatic one included, loads them all
+    /// (design.md §7).
     pub free_tail_pages: u64,
     /// Txnid of the oldest snapshot any reader holds (in any process), if
     /// one is open: pages freed after it cannot be reused yet.

@@ -230,7 +230,7 @@ impl LockFile {
     /// The largest next unallocated page number of the snapshots readers
     /// hold (`None` when no reader is active): pages below it may be read,
     /// so the data file must not be cut below it. A reader stores its
-    /// snapshot's page count (Relaxed) before its txnid (SeqCst), and this
+    /// snapshot's page count (Release) before its txnid (SeqCst), and this
     /// loads the txnid (SeqCst) before the count, so a txnid seen comes
     /// with its count. A reader whose txnid this scan misses rechecks the
     /// published snapshot after storing it (`RoTxn::on_slot`): it either

@@ -75,17 +75,18 @@ pub(crate) enum Outcome {
 /// Commits the writer's transaction.
 pub(crate) fn commit(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
     let dbs_dirty = w.dbs.iter().flatten().any(|n| n.dirty);
+    let empty =
+        w.pager().dirty.is_empty() && w.pager().freed.is_empty() && !dbs_dirty && !w.main_changed;
+    if !empty {
+        // The automatic compaction's share, if the last look asked for it.
+        super::compact::in_commit(env, w)?;
+    }
     // Free pages ending the file go back to its unallocated end, before
     // the GC is saved so that no record lists them (a transaction that
     // only loaded such pages commits for this alone: compaction's last
     // pass).
     let refunded = w.store.pager.refund_tail();
-    if w.pager().dirty.is_empty()
-        && w.pager().freed.is_empty()
-        && !dbs_dirty
-        && !w.main_changed
-        && refunded == 0
-    {
+    if empty && refunded == 0 {
         return Ok(Outcome::Done);
     }
     // A sync that failed since this transaction began (a sync of this

@@ -130,6 +130,34 @@ impl Group {
         }
     }
 
+    /// As [`enter`](Group::enter), without waiting: `Ok(None)` when another
+    /// environment holds the cross-process writer lock, or waits for it
+    /// while this one holds it (work that may be skipped, such as the
+    /// automatic compaction after a commit, must never wait for a writer
+    /// that may itself be waiting for the committing thread).
+    ///
+    /// # Errors
+    ///
+    /// Those of trying the writer lock.
+    pub(crate) fn try_enter(&self, env: &Shared) -> Result<Option<Option<Pending>>> {
+        let mut g = self.lock();
+        if g.holds_lock {
+            if env.lock.writer_contended() {
+                return Ok(None);
+            }
+            g.active = true;
+            return Ok(Some(g.head));
+        }
+        drop(g);
+        if !env.lock.try_lock_writer()? {
+            return Ok(None);
+        }
+        let mut g = self.lock();
+        g.holds_lock = true;
+        g.active = true;
+        Ok(Some(None))
+    }
+
     /// Ends work under the writer lock. Call with the writer mutex still
     /// held. Releases the writer lock unless the chain still has commits
     /// to publish (the sync that publishes them releases it then).

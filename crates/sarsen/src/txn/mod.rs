@@ -6,7 +6,7 @@
 mod canary;
 mod catalog;
 pub(crate) mod commit;
-mod compact;
+pub(crate) mod compact;
 mod cursor;
 mod dup;
 pub(crate) mod group;

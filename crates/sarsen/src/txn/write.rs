@@ -71,6 +71,33 @@ impl<'env> RwTxn<'env> {
         Ok(txn)
     }
 
+    /// As [`begin`](RwTxn::begin), without waiting: `Ok(None)` when another
+    /// thread holds the writer mutex or another environment the writer lock
+    /// (for work that may be skipped and must never wait on a writer that
+    /// may be waiting for the caller: the automatic compaction).
+    pub(crate) fn try_begin(env: &'env Shared) -> Result<Option<RwTxn<'env>>> {
+        if env.read_only {
+            return Err(Error::ReadOnly);
+        }
+        env.check_fork()?;
+        let w = match env.writer.try_lock() {
+            Ok(w) => w,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        };
+        let Some(head) = env.group.try_enter(env)? else {
+            return Ok(None);
+        };
+        let mut txn = RwTxn {
+            env,
+            w,
+            broken: false,
+            done: false,
+        };
+        txn.start(head)?;
+        Ok(Some(txn))
+    }
+
     /// Sets up the writer for a new transaction: on the head of this
     /// environment's group-commit chain if it has one (commits written but
     /// not yet synced, `group.rs`), else on the published snapshot
@@ -107,6 +134,12 @@ impl<'env> RwTxn<'env> {
             bound = bound.min(ws.durable_txnid);
         }
         w.store.gc_bound = bound;
+        // The automatic compaction asked for this transaction's commit:
+        // every reusable record is loaded now, so that its own allocations
+        // too take the lowest free pages, not the tail (`txn/compact.rs`).
+        if super::compact::due_for(env, bound) {
+            crate::writer::gc::load_all(&mut w.store)?;
+        }
         Ok(())
     }
 
