@@ -362,18 +362,22 @@ impl<'a> Page<'a> {
             return None;
         }
         let b = self.b;
-        let off = rd16(b, HDR + 2 * i) as usize;
+        // Fixed-size views, so each read below needs no bounds check of
+        // its own: one check per slice taken.
+        let slot: &[u8; 2] = b.get(HDR + 2 * i..HDR + 2 * i + 2)?.try_into().ok()?;
+        let off = u16::from_le_bytes(*slot) as usize;
         if off < self.node_lo {
             return None;
         }
-        let h = b.get(off..off + node::LEAF_HDR)?;
+        let h: &[u8; node::LEAF_HDR] = b.get(off..off + node::LEAF_HDR)?.try_into().ok()?;
         if h[0] & node::BIG != 0 {
             return None;
         }
+        let klen = u16::from_le_bytes([h[2], h[3]]) as usize;
+        let vlen = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
         let k0 = off + node::LEAF_HDR;
-        let v0 = k0 + rd16(h, 2) as usize;
-        let v1 = v0 + rd32(h, 4) as usize;
-        Some((b.get(k0..v0)?, b.get(v0..v1)?))
+        let kv = b.get(k0..k0 + klen + vlen)?;
+        kv.split_at_checked(klen)
     }
 
     /// Branch node `i`.
