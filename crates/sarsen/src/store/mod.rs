@@ -63,9 +63,15 @@ impl<'a> Source<'a> for MapSource<'a> {
             }
         }
     }
+    /// Pages below the snapshot's limit only (as [`map_page`]): the
+    /// range advised lies inside the map and below the file's end.
     #[inline]
     fn prefetch_page(self, pgno: Pgno) {
-        if let Ok(b) = map_page_bytes(self.map, &self.layout, self.limit, pgno) {
+        if !(page::META_PAGES..self.limit).contains(&pgno) {
+            return;
+        }
+        let psize = self.layout.psize;
+        if let Some(b) = self.map.slice(pgno as usize * psize, psize) {
             page::prefetch_ahead(b);
         }
     }
