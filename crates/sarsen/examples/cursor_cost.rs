@@ -1,6 +1,6 @@
-//! Instruction counts of write-cursor loops, for callgrind (the harness's
-//! retainrandom and popfront, without its child processes and its 1 TiB map,
-//! which valgrind cannot reserve):
+//! Instruction counts of cursor loops, for callgrind (the harness's
+//! retainrandom, popfront, readseq and readreverse, without its child
+//! processes and its 1 TiB map, which valgrind cannot reserve):
 //!
 //! ```text
 //! cargo build --release -p sarsen --example cursor_cost
@@ -8,12 +8,16 @@
 //!     target/release/examples/cursor_cost retain 100000
 //! valgrind --tool=callgrind --toggle-collect='cursor_cost::pop_front' \
 //!     target/release/examples/cursor_cost popfront 100000
+//! valgrind --tool=callgrind --toggle-collect='cursor_cost::scan' \
+//!     target/release/examples/cursor_cost scan 100000     # or scanrev
 //! ```
 //!
 //! Both load `n` keys (16-byte decimal keys, 100-byte values) in random order
 //! first, as the harness's untimed fillrandom does. `retain` walks every key in
 //! one write transaction and deletes about half of them through the cursor;
 //! `popfront` deletes the first key `n` times, 1,000 per transaction.
+//! `scan` and `scanrev` read every entry in one read transaction, ascending
+//! or descending, and load one byte of each value, as the harness's scans.
 //! Divide the collected instructions by `n`.
 
 use rand::rngs::SmallRng;
@@ -84,6 +88,27 @@ fn pop_front(env: &Env, db: Database, n: u64) -> Result<u64> {
     Ok(gone)
 }
 
+/// Reads every entry, ascending or (`rev`) descending; returns the number
+/// of entries and the sum of the values' first bytes and key lengths, so
+/// that nothing read is optimised away.
+#[inline(never)]
+fn scan(env: &Env, db: Database, rev: bool) -> Result<(u64, u64)> {
+    let r = env.read_txn()?;
+    let (mut n, mut sum) = (0u64, 0u64);
+    let mut visit = |e: Result<(&[u8], &[u8])>| -> Result<()> {
+        let (k, v) = e?;
+        n += 1;
+        sum += k.len() as u64 + u64::from(v.first().copied().unwrap_or(0));
+        Ok(())
+    };
+    if rev {
+        r.iter(db)?.rev().try_for_each(&mut visit)?;
+    } else {
+        r.iter(db)?.try_for_each(&mut visit)?;
+    }
+    Ok((n, sum))
+}
+
 fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "retain".into());
@@ -102,8 +127,13 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let gone = match mode.as_str() {
         "retain" => retain(&env, db)?,
         "popfront" => pop_front(&env, db, n)?,
+        "scan" | "scanrev" => {
+            let (seen, sum) = scan(&env, db, mode == "scanrev")?;
+            println!("{mode}: {seen} entries, checksum {sum}");
+            return Ok(());
+        }
         other => {
-            eprintln!("unknown mode {other}: retain or popfront");
+            eprintln!("unknown mode {other}: retain, popfront, scan or scanrev");
             std::process::exit(2);
         }
     };

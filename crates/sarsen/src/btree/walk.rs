@@ -191,8 +191,9 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
         self.pos = Pos::At;
         if self.stack[self.depth - 1].0.len() == 0 {
             self.no_empty_leaf()?;
-            return self.step(true);
+            return self.step_leaf(true);
         }
+        self.prefetch_sibling(true);
         self.current()
     }
 
@@ -206,8 +207,9 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
         self.pos = Pos::At;
         if self.stack[self.depth - 1].0.len() == 0 {
             self.no_empty_leaf()?;
-            return self.step(false);
+            return self.step_leaf(false);
         }
+        self.prefetch_sibling(false);
         self.current()
     }
 
@@ -232,7 +234,7 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
                 self.no_empty_leaf()?;
                 if i >= p.len() {
                     self.stack[level].1 = p.len().saturating_sub(1);
-                    return self.step(true);
+                    return self.step_leaf(true);
                 }
                 return self.current();
             }
@@ -264,26 +266,23 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
     }
 
     /// One entry forward or back from a positioned cursor. The common case,
-    /// a neighbour in the same leaf, works on the stack in place (copying
-    /// page views here costs more than the step itself).
-    #[inline]
+    /// a neighbour with an inline value in the same leaf, works on the
+    /// stack in place and is inlined into the caller's loop (copying page
+    /// views, or a call returning the entry through memory, costs more
+    /// than the step itself); everything else is [`step_leaf`](Self::step_leaf).
+    #[inline(always)]
     fn step(&mut self, fwd: bool) -> Result<Option<Entry<'a>>> {
-        if self.depth > 0 {
-            let src = self.src;
-            let (p, i) = &mut self.stack[self.depth - 1];
-            if fwd && *i + 1 < p.len() {
-                *i += 1;
-                if let Some(e) = p.leaf_inline(*i) {
-                    return Ok(Some(e));
-                }
-                return entry(src, p, *i).map(Some);
-            }
-            if !fwd && *i > 0 && *i <= p.len() {
-                *i -= 1;
-                if let Some(e) = p.leaf_inline(*i) {
-                    return Ok(Some(e));
-                }
-                return entry(src, p, *i).map(Some);
+        if let Some((p, i)) = self.stack.get_mut(self.depth.wrapping_sub(1)) {
+            // Backwards from index 0 wraps to a number past any leaf's
+            // length, which `leaf_inline` refuses.
+            let j = if fwd {
+                i.wrapping_add(1)
+            } else {
+                i.wrapping_sub(1)
+            };
+            if let Some(e) = p.leaf_inline(j) {
+                *i = j;
+                return Ok(Some(e));
             }
         }
         self.step_leaf(fwd)
@@ -297,8 +296,11 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
     /// that names one child many times (whose walk would take K^depth
     /// steps) fails with `Corrupted` at the first repeat. One comparison
     /// per leaf, none per key.
+    #[inline(never)]
     fn step_leaf(&mut self, fwd: bool) -> Result<Option<Entry<'a>>> {
-        let top = self.depth - 1;
+        let Some(top) = self.depth.checked_sub(1) else {
+            return Ok(None);
+        };
         let (p, i) = self.stack[top];
         if fwd && i + 1 < p.len() {
             self.stack[top].1 = i + 1;
@@ -352,7 +354,28 @@ impl<'a, S: Source<'a>> RawCursor<'a, S> {
                 ));
             }
         }
+        self.prefetch_sibling(fwd);
         self.current()
+    }
+
+    /// Asks the source to start loading the leaf after the current one in
+    /// direction `fwd`, when the current leaf's parent names it: a scan
+    /// reads its entries in key order, which is not the order of their
+    /// bytes in the page, so without the hint the leaf's cache lines
+    /// arrive one miss at a time. The next sibling under another parent
+    /// is not looked for (one leaf in a branch's fan-out).
+    #[inline]
+    fn prefetch_sibling(&self, fwd: bool) {
+        if self.depth < 2 {
+            return;
+        }
+        let (bp, bi) = self.stack[self.depth - 2];
+        let ni = if fwd { bi + 1 } else { bi.wrapping_sub(1) };
+        if ni < bp.len() {
+            if let Ok(n) = bp.branch(ni) {
+                self.src.prefetch_page(n.child);
+            }
+        }
     }
 
     /// `Corrupted` if the cursor's leaf has no node and is not the root:

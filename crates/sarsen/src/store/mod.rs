@@ -32,6 +32,13 @@ pub(crate) trait Source<'a>: Copy {
     fn page(self, pgno: Pgno) -> Result<Page<'a>>;
     /// The bytes of a leaf value (reading its overflow run if it has one).
     fn value(self, v: LeafValue<'a>) -> Result<&'a [u8]>;
+    /// Asks the CPU to start loading page `pgno`, which the caller expects
+    /// to read soon (a scan's next leaf). A hint: nothing is validated or
+    /// read, and a number the source does not hold is ignored.
+    #[inline]
+    fn prefetch_page(self, pgno: Pgno) {
+        let _ = pgno;
+    }
 }
 
 /// A snapshot's view of the map: pages below `limit` only.
@@ -54,6 +61,18 @@ impl<'a> Source<'a> for MapSource<'a> {
             LeafValue::Overflow { pgno, len, .. } => {
                 map_overflow(self.map, &self.layout, self.limit, pgno, len)
             }
+        }
+    }
+    /// Pages below the snapshot's limit only (as [`map_page`]): the
+    /// range advised lies inside the map and below the file's end.
+    #[inline]
+    fn prefetch_page(self, pgno: Pgno) {
+        if !(page::META_PAGES..self.limit).contains(&pgno) {
+            return;
+        }
+        let psize = self.layout.psize;
+        if let Some(b) = self.map.slice(pgno as usize * psize, psize) {
+            page::prefetch_ahead(b);
         }
     }
 }
@@ -125,6 +144,12 @@ impl<'a> Source<'a> for AnySource<'a> {
         match self {
             AnySource::Map(s) => s.value(v),
             AnySource::Write(s) => s.value(v),
+        }
+    }
+    #[inline]
+    fn prefetch_page(self, pgno: Pgno) {
+        if let AnySource::Map(s) = self {
+            s.prefetch_page(pgno);
         }
     }
 }
