@@ -344,14 +344,14 @@ impl Pager {
         Ok(p)
     }
 
-    /// Orders the reclaimed pages after the kept run so that one-page
-    /// allocations, which take from the end, hand out the lowest page
-    /// first: the end of the file empties and can be given back
-    /// ([`Pager::refund_tail`]). Loaded records are written sorted
-    /// (`gc::save`), so this mostly merges sorted runs.
+    /// Orders all the reclaimed pages after the kept run, descending, so
+    /// that one-page allocations, which take from the end, hand out the
+    /// lowest page first and the end of the file empties
+    /// ([`Pager::refund_tail`]). Stable, so that sorted runs (records
+    /// loaded one after another) are merged in linear time.
     pub(crate) fn sort_reclaimed(&mut self) {
         let from = self.kept_run.min(self.reclaimed.len());
-        self.reclaimed[from..].sort_unstable_by(|a, b| b.cmp(a));
+        self.reclaimed[from..].sort_by(|a, b| b.cmp(a));
     }
 
     /// Gives back to the unallocated end of the file the reclaimed pages

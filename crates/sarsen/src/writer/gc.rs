@@ -64,16 +64,26 @@ pub(crate) struct Loaded {
 /// pager's reclaimed pages. The record itself stays in the GC tree (see
 /// [`save`]). Returns `false` when no record is old enough.
 pub(crate) fn load_record(w: &mut WriteStore) -> Result<bool> {
-    let loaded = load_unsorted(w)?;
-    if loaded {
-        w.pager.sort_reclaimed();
+    let before = w.pager.reclaimed.len();
+    if !load_unsorted(w)? {
+        return Ok(false);
     }
-    Ok(loaded)
+    // The record's pages, lowest last, go in front of those loaded before
+    // (after the kept run): allocation takes from the end, so the record
+    // loaded first (the newest: its pages were freed last and are the most
+    // likely to be cached) is used up first, lowest page first, and the
+    // older records are left as they were, with nothing to rewrite.
+    let p = &mut w.pager;
+    let at = p.kept_run.min(before);
+    p.reclaimed[before..].sort_unstable_by(|a, b| b.cmp(a));
+    let n = p.reclaimed.len() - before;
+    p.reclaimed[at..].rotate_right(n);
+    Ok(true)
 }
 
-/// Loads every reusable record not loaded yet, sorting the reclaimed
-/// pages once at the end (compaction's measure: one sort, not one per
-/// record).
+/// Loads every reusable record not loaded yet and sorts all the reclaimed
+/// pages once, lowest last: every allocation then takes the lowest free
+/// page (compaction; one sort, not one per record).
 pub(crate) fn load_all(w: &mut WriteStore) -> Result<()> {
     while load_unsorted(w)? {}
     w.pager.sort_reclaimed();
@@ -172,9 +182,8 @@ fn load_unsorted(w: &mut WriteStore) -> Result<bool> {
             return Err(e);
         }
     }
-    // After the kept run (at the front); `load_record` then sorts, lowest
-    // last: allocation takes from the end, so the end of the file empties
-    // and commit can give it back (`Pager::refund_tail`).
+    // At the end for now: `load_record` moves them in front, `load_all`
+    // sorts everything once.
     w.pager.reclaimed.extend(pages.iter().copied());
     w.loaded.push(Loaded { key: k, pages });
     Ok(true)
@@ -324,15 +333,12 @@ fn plan(w: &WriteStore, cap: usize, chunks: usize) -> Vec<([u8; 12], Vec<Pgno>)>
         out.push((l.key, p.reclaimed[from..to].to_vec()));
         from = to;
     }
-    let mut rest: Vec<Pgno> = p
+    let rest: Vec<Pgno> = p
         .freed
         .iter()
         .chain(&p.reclaimed[from..])
         .copied()
         .collect();
-    // Sorted as `load_record` orders what it loads, so that a later load
-    // merges sorted runs.
-    rest.sort_unstable_by(|a, b| b.cmp(a));
     let mut n = 0;
     for c in rest.chunks(cap) {
         out.push((key(p.txnid, n), c.to_vec()));
