@@ -135,11 +135,9 @@ impl<'env> RwTxn<'env> {
         }
         w.store.gc_bound = bound;
         // The automatic compaction asked for this transaction's commit:
-        // every reusable record is loaded now, so that its own allocations
-        // too take the lowest free pages, not the tail (`txn/compact.rs`).
-        if super::compact::due_for(env, bound) {
-            crate::writer::gc::load_all(&mut w.store)?;
-        }
+        // its first load takes every reusable record, so that its own
+        // allocations too take the lowest free pages (`txn/compact.rs`).
+        w.store.load_all_first = super::compact::due_for(env, bound);
         Ok(())
     }
 

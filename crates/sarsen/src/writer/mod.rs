@@ -71,9 +71,26 @@ pub(crate) struct WriteStore {
     /// The GC tree's pages on the paths to the records loaded and to its
     /// right edge: no record may hand one out (`gc::load_record`).
     pub gc_paths: rustc_hash::FxHashSet<Pgno>,
+    /// The automatic compaction asked for this transaction's commit: the
+    /// first load of GC records loads them all, sorted once, so that the
+    /// transaction's own allocations take the lowest free pages too
+    /// (`txn/compact.rs`). A transaction that allocates nothing loads
+    /// nothing.
+    pub load_all_first: bool,
 }
 
 impl WriteStore {
+    /// Loads every reusable record if the automatic compaction asked for
+    /// it and none was loaded yet.
+    #[inline]
+    fn load_all_if_asked(&mut self) -> Result<()> {
+        if self.load_all_first && !self.committing {
+            self.load_all_first = false;
+            gc::load_all(self)?;
+        }
+        Ok(())
+    }
+
     /// Before a one-page allocation: loads GC records while no reclaimed
     /// page is left and one is (an empty record yields none: commit writes
     /// a record it used up empty, and deletes it once loaded again).
@@ -82,6 +99,7 @@ impl WriteStore {
     /// (`committing`), whose tree is then half changed.
     #[inline]
     fn refill(&mut self) -> Result<()> {
+        self.load_all_if_asked()?;
         while self.short() && gc::load_record(self)? {}
         Ok(())
     }
@@ -117,6 +135,7 @@ impl PageStore for WriteStore {
     /// file, and an operation loads only the records it uses rather than
     /// its worst case.
     fn reserve(&mut self, pages: usize, run: usize) -> Result<()> {
+        self.load_all_if_asked()?;
         let mut have_run = self.pager.has_run(run);
         while !self.committing && (!have_run || self.pager.room(pages, run, have_run).is_err()) {
             if !gc::load_record(self)? {
@@ -216,6 +235,7 @@ impl TxnState {
                 loaded: Vec::new(),
                 gc_exhausted: false,
                 gc_paths: rustc_hash::FxHashSet::default(),
+                load_all_first: false,
             },
             tree: TreeState::default(),
             catalog: DbRecord::default(),
@@ -266,6 +286,7 @@ impl TxnState {
         self.store.loaded.clear();
         self.store.gc_exhausted = false;
         self.store.gc_paths.clear();
+        self.store.load_all_first = false;
         self.tree.append = None;
         self.dbs.clear();
         self.main_changed = false;
