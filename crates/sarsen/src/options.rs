@@ -209,8 +209,10 @@ impl EnvOptions {
     /// [`Geometry::now`], in whole growth steps, never below the lower
     /// bound) by at least this many bytes, the file is truncated to that
     /// length. The end of the pages in use moves back at commit over free
-    /// pages at the end of the file (libmdbx's continuous compaction), and
-    /// free pages are reused lowest first, so the end of the file empties.
+    /// pages at the end of the file (libmdbx's continuous compaction); free
+    /// pages are reused lowest first within each GC record (and across all
+    /// of them in compaction), and the automatic compaction
+    /// ([`EnvOptions::auto_compact`]) empties the end of the file.
     ///
     /// The file is never cut below a page that a live snapshot in any
     /// process, or a commit that open might pick after a crash, may read:
@@ -248,7 +250,10 @@ impl EnvOptions {
     /// (libmdbx gives back only a free tail; this also moves pages in use).
     /// Off, only free pages that end the file are given back by
     /// themselves, once they reach the threshold. With a shrink threshold
-    /// of 0, neither happens.
+    /// of 0, neither happens. In the non-durable modes the freed pages
+    /// count once a sync made them durable ([`Env::sync`](crate::Env::sync),
+    /// auto-sync); a reader holding a snapshot from before them delays it
+    /// until it ends.
     pub fn auto_compact(mut self, on: bool) -> Self {
         self.auto_compact = on;
         self

@@ -36,9 +36,13 @@ pub(crate) struct Shared {
     /// Auto-compaction: pages freed by this environment's commits since
     /// its last compaction pass.
     pub(crate) freed_since_compact: std::sync::atomic::AtomicU64,
-    /// Auto-compaction: the newest commit whose freed pages were counted;
-    /// they are reusable once no snapshot older than it is held.
-    pub(crate) compact_after: std::sync::atomic::AtomicU64,
+    /// Auto-compaction: the commit whose freed pages brought the count to
+    /// the look interval (0: not yet); the look waits until no snapshot
+    /// older than it is held.
+    pub(crate) look_after: std::sync::atomic::AtomicU64,
+    /// Auto-compaction: the reuse bound a transaction needs for the work
+    /// the last look asked of it (`compact_due`).
+    pub(crate) due_after: std::sync::atomic::AtomicU64,
     /// Auto-compaction: how many times a quarter of the shrink threshold
     /// in freed pages the next look waits for (1 to 64).
     pub(crate) compact_backoff: std::sync::atomic::AtomicU64,

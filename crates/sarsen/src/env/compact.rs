@@ -35,7 +35,8 @@ pub struct Compaction {
     pub len_after: u64,
     /// Pages in use that were moved to lower pages.
     pub pages_moved: u64,
-    /// Write transactions committed (each a durable commit).
+    /// Write transactions committed (each a durable commit, except in a
+    /// `NoSync` environment).
     pub commits: u32,
 }
 
@@ -49,8 +50,9 @@ impl Env {
     /// the pages in use into the lowest free pages and truncates the file
     /// right after the last page anyone may read, without the sparse
     /// margin (it is added again when the file next grows). Each step is a
-    /// durable commit of its own, so a crash at any point leaves a file
-    /// that opens at a committed state holding the same data. Readers keep
+    /// commit of its own, durable outside a `NoSync` environment, so a
+    /// crash at any point leaves a file that opens at a committed state
+    /// holding the same data. Readers keep
     /// their snapshots, in every process: pages they can reach are neither
     /// reused nor cut, so the file shrinks less while an old snapshot is
     /// open (a later `compact`, or the automatic one, takes the rest).
@@ -198,17 +200,8 @@ pub(crate) fn after_commit(env: &Shared, freed: u64, txnid: u64) {
     if env.shrink_bytes == 0 || env.read_only || env.compacting() {
         return;
     }
-    let ps = u64::from(env.page_size);
-    let pending = env.freed_since_compact.fetch_add(freed, Ordering::Relaxed) + freed;
-    if freed > 0 {
-        env.compact_after.fetch_max(txnid, Ordering::Relaxed);
-    }
-    let look_every = (env.shrink_bytes / ps / 4)
-        .max(1)
-        .saturating_mul(env.compact_backoff.load(Ordering::Relaxed).max(1));
-    if pending >= look_every && reusable(env) {
-        let _ = look(env);
-    }
+    env.freed_since_compact.fetch_add(freed, Ordering::Relaxed);
+    maybe_look(env, txnid);
     let Ok(p) = env.published() else {
         return;
     };
@@ -234,11 +227,44 @@ pub(crate) fn after_commit(env: &Shared, freed: u64, txnid: u64) {
     env.shrink_skip.store(next_skip, Ordering::Relaxed);
 }
 
-/// Whether the pages freed by the commits counted so far are reusable:
-/// no reader holds a snapshot older than the newest of them, and (outside
-/// `NoSync`) it is durable.
-fn reusable(env: &Shared) -> bool {
-    let after = env.compact_after.load(Ordering::Relaxed);
+/// After `Env::sync` made the newest commit durable: the look the commits
+/// of a non-durable mode could not make (their freed pages were not yet
+/// durable). Never waits for the writer.
+pub(crate) fn after_sync(env: &Shared) {
+    if env.shrink_bytes == 0 || env.read_only || env.compacting() {
+        return;
+    }
+    if let Ok(p) = env.published() {
+        maybe_look(env, p.txnid);
+    }
+}
+
+/// Looks at the GC ([`look`]) once the pages freed since the last look
+/// reach a quarter of the shrink threshold (times a back-off) and the
+/// commit that brought them there (`txnid`, remembered until the look
+/// runs) is one no snapshot can see past: its freed pages, and all counted
+/// before, are then reusable.
+fn maybe_look(env: &Shared, txnid: u64) {
+    let ps = u64::from(env.page_size);
+    let look_every = (env.shrink_bytes / ps / 4)
+        .max(1)
+        .saturating_mul(env.compact_backoff.load(Ordering::Relaxed).max(1));
+    if env.freed_since_compact.load(Ordering::Relaxed) < look_every {
+        return;
+    }
+    // The first commit past the count: later ones must not push it on, or
+    // readers that overlap every commit would hold the look back forever.
+    let _ = env
+        .look_after
+        .compare_exchange(0, txnid, Ordering::Relaxed, Ordering::Relaxed);
+    if reusable(env, env.look_after.load(Ordering::Relaxed)) {
+        let _ = look(env);
+    }
+}
+
+/// Whether pages freed by commit `after` and before are reusable: no
+/// reader holds an older snapshot, and (outside `NoSync`) it is durable.
+fn reusable(env: &Shared, after: u64) -> bool {
     let ws = env.lock.writer_shared();
     if env.durability != Durability::NoSync && ws.durable_txnid < after {
         return false;
@@ -270,8 +296,12 @@ fn look(env: &Shared) -> Result<()> {
     };
     // Counted from here: a look skipped for a busy writer is retried.
     env.freed_since_compact.store(0, Ordering::Relaxed);
+    env.look_after.store(0, Ordering::Relaxed);
     let at_least = env.shrink_bytes.div_ceil(ps);
     let pass = txn.look(at_least)?;
+    // What it counted is reusable by a transaction whose bound is at least
+    // the look's own.
+    let bound = txn.gc_bound();
     drop(txn);
     // Little free (the cheap sum alone): nothing to back off from.
     let Some(pass) = pass else {
@@ -296,6 +326,7 @@ fn look(env: &Shared) -> Result<()> {
             .store((b * 2).min(64), Ordering::Relaxed);
     } else {
         env.compact_backoff.store(1, Ordering::Relaxed);
+        env.due_after.store(bound, Ordering::Relaxed);
         env.compact_due.store(due, Ordering::Relaxed);
     }
     Ok(())

@@ -4,8 +4,8 @@
 mod compact;
 mod open;
 
-pub(crate) use compact::after_commit;
 pub use compact::Compaction;
+pub(crate) use compact::{after_commit, after_sync};
 
 use std::path::Path;
 
@@ -185,6 +185,11 @@ impl Env {
             let _ = crate::txn::shrink::shrink(s, crate::txn::shrink::Cut::Threshold);
         }
         s.group.leave(s);
+        drop(g);
+        if r.is_ok() {
+            // The pages the unsynced commits freed are reusable now.
+            after_sync(s);
+        }
         r
     }
 

@@ -74,6 +74,12 @@ pub(crate) const DUE_RELOCATE: u8 = 1;
 pub(crate) const DUE_REFUND: u8 = 2;
 
 impl RwTxn<'_> {
+    /// The transaction's reuse bound: GC records of commits at or below it
+    /// hold pages it may reuse.
+    pub(crate) fn gc_bound(&self) -> u64 {
+        self.w.store.gc_bound
+    }
+
     /// One pass of `Env::compact`: loads every reusable GC record and moves
     /// the pages of every tree (the catalog, the main database, each named
     /// database with its overflow runs and duplicate sub-trees, and the GC
@@ -161,7 +167,8 @@ pub(crate) fn in_commit(env: &Shared, w: &mut TxnState) -> Result<()> {
     }
     let limit = pass.in_use.min(u64::from(Pgno::MAX)) as Pgno;
     relocate_all(env, w, limit)?;
-    env.compact_after.fetch_max(w.txnid(), Ordering::Relaxed);
+    // What this commit moves away is reusable from the next bound past it.
+    env.due_after.store(w.txnid(), Ordering::Relaxed);
     env.compact_due.store(DUE_REFUND, Ordering::Relaxed);
     Ok(())
 }
@@ -172,7 +179,7 @@ pub(crate) fn in_commit(env: &Shared, w: &mut TxnState) -> Result<()> {
 /// its own allocations take the lowest free pages too).
 pub(crate) fn due_for(env: &Shared, bound: u64) -> bool {
     env.compact_due.load(Ordering::Relaxed) != DUE_NONE
-        && bound >= env.compact_after.load(Ordering::Relaxed)
+        && bound >= env.due_after.load(Ordering::Relaxed)
 }
 
 /// What a pass over the loaded records would do (`reclaimed` sorted
