@@ -305,10 +305,13 @@ fn workload(case: Case, seed: u64) -> Run {
             assert!(c.len_after <= c.len_before, "{c:?}");
             moved += c.pages_moved;
         });
+        // With the automatic compaction on, the commits before may have
+        // left nothing to do.
         assert!(
-            d.plan.log()[before..]
-                .iter()
-                .any(|o| matches!(o, Op::Write { .. })),
+            case.auto
+                || d.plan.log()[before..]
+                    .iter()
+                    .any(|o| matches!(o, Op::Write { .. })),
             "compact wrote nothing"
         );
         // Grow again past the cut, and a few small commits.
