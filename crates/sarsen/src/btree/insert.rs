@@ -486,6 +486,11 @@ impl<S: PageStore> Tree<'_, S> {
                 }
             };
             edit::insert_raw(self.store.dirty_mut(right)?, 0, &first);
+            // A sorted load does not come back to the left page: its checksum
+            // is taken now, while its bytes are in the CPU cache, not at
+            // commit. Any later change to it drops the kept checksum
+            // (`PageBuf`), and seal then hashes it again.
+            src.hash_leaf();
             self.store.put_dirty(pg, src);
             (sep, right)
         } else {
