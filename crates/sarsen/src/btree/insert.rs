@@ -5,10 +5,9 @@
 //! splits in two; the split inserts a separator into the parent, which may
 //! split in turn; a root split adds a level.
 
-use super::{descend, Path, Source, Tree};
+use super::{descend, Path, Source, Step, Tree};
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
-use crate::order::Order;
 use crate::page::node::{self, BranchNode, LeafValue, FRESH};
 use crate::page::{edit, Kind, Page, Pgno, HDR};
 use crate::store::PageStore;
@@ -27,9 +26,15 @@ impl<S: PageStore> Tree<'_, S> {
     /// [`put`] with the leaf node flags `flags` (0, or a DUPSORT node's
     /// `DUPS`/`SUBTREE`, with `FRESH` for a sub-tree written by this commit).
     pub(crate) fn put_node(&mut self, key: &[u8], val: &[u8], flags: u8) -> Result<()> {
-        if flags == 0 && self.append_to_hint(key, val)? {
+        if flags == 0 && matches!(self.append_to_hint(key, val)?, Hinted::Done) {
             return Ok(());
         }
+        self.put_unhinted(key, val, flags)
+    }
+
+    /// [`put_node`] past the hint's fast path (which did not apply, or was
+    /// not tried).
+    fn put_unhinted(&mut self, key: &[u8], val: &[u8], flags: u8) -> Result<()> {
         self.reserve_for(key.len(), val.len())?;
         if self.rec.root == 0 {
             let pgno = self.store.new_page(Kind::Leaf)?;
@@ -54,41 +59,52 @@ impl<S: PageStore> Tree<'_, S> {
     /// edge, the append hint makes the check one compare with the last key of
     /// the hinted leaf, and no descent is needed.
     pub(crate) fn append(&mut self, key: &[u8], val: &[u8]) -> Result<()> {
-        if self.append_to_hint(key, val)? {
-            return Ok(());
+        match self.append_to_hint(key, val)? {
+            Hinted::Done => return Ok(()),
+            // The hinted leaf ends the tree: its last key is the tree's.
+            Hinted::Last => {}
+            Hinted::Miss => {
+                if !self.sorts_last(key)? {
+                    return Err(Error::KeyNotGreater);
+                }
+            }
         }
-        if !self.sorts_last(key)? {
-            return Err(Error::KeyNotGreater);
-        }
-        self.put(key, val)
+        self.put_unhinted(key, val, 0)
     }
 
     /// The append hint's fast path: when the last change to `self.rec` appended at
     /// its right edge, `key` sorts after the last key of that leaf, and the
     /// inline node fits there, inserts it with no descent and no reservation
     /// (nothing is allocated). LMDB's `MDB_APPEND` likewise goes to the last
-    /// leaf its cursor holds. Returns false, having changed nothing, otherwise.
-    fn append_to_hint(&mut self, key: &[u8], val: &[u8]) -> Result<bool> {
+    /// leaf its cursor holds. Changes nothing unless it returns `Done`.
+    fn append_to_hint(&mut self, key: &[u8], val: &[u8]) -> Result<Hinted> {
         let pgno = match &self.state.append {
             Some((root, hint)) if *root == self.rec.root => hint.leaf().pgno,
-            _ => return Ok(false),
+            _ => return Ok(Hinted::Miss),
         };
-        if !self.store.layout().inline(key.len(), val.len()) || !self.store.is_dirty(pgno) {
-            return Ok(false);
+        if !self.store.is_dirty(pgno) {
+            return Ok(Hinted::Miss);
         }
-        let mut nd = std::mem::take(&mut self.state.scratch);
-        nd.clear();
-        nd.resize(node::leaf_len(key.len(), val.len(), false), 0);
-        node::write_leaf(&mut nd, key, &LeafValue::Inline(val), 0);
-        let r = self
-            .store
-            .dirty_mut(pgno)
-            .and_then(|b| append_to_leaf(b, pgno, self.ord, key, &nd));
-        self.state.scratch = nd;
-        if matches!(r, Ok(true)) {
-            self.rec.entries = self.rec.entries.saturating_add(1);
+        let inline = self.store.layout().inline(key.len(), val.len());
+        let b = self.store.dirty_mut(pgno)?;
+        let n = {
+            let p = Page::new(b, pgno)?;
+            let n = p.len();
+            if n == 0 || !self.ord.lt(p.leaf(n - 1)?.key, key) {
+                return Ok(Hinted::Miss);
+            }
+            n
+        };
+        let len = node::leaf_len(key.len(), val.len(), false);
+        if !inline || edit::free(b) < len + 2 {
+            return Ok(Hinted::Last);
         }
-        r
+        // The node is written in place: no scratch copy.
+        edit::insert_with(b, n, len, |d| {
+            node::write_leaf(d, key, &LeafValue::Inline(val), 0)
+        });
+        self.rec.entries = self.rec.entries.saturating_add(1);
+        Ok(Hinted::Done)
     }
 
     /// Whether `key` sorts after every key of the tree `self.rec` in `self.ord` (true for
@@ -227,10 +243,44 @@ impl<S: PageStore> Tree<'_, S> {
             {
                 self.state.append = Some((self.rec.root, *path));
             }
+        } else if at_end {
+            // An append split: the key starts a new rightmost leaf, and the
+            // whole right edge is dirty (the path was, the new pages are).
+            // The hint moves there, so that the next append neither reads
+            // the last key again nor descends. A tree whose edge cannot be
+            // walked keeps no hint; the next change reports it.
+            self.state.append = self.right_edge().ok().map(|p| (self.rec.root, p));
         } else if hinted {
             self.state.append = None;
         }
         Ok(())
+    }
+
+    /// The path along the right edge of the tree `self.rec`: the last node
+    /// of each branch, and the leaf's index past its last node.
+    fn right_edge(&self) -> Result<Path> {
+        let depth = super::check_depth(self.rec)?;
+        let s = self.store.view();
+        let mut path = Path::new();
+        let mut pgno = self.rec.root;
+        for level in 1..=depth {
+            let p = s.page(pgno)?;
+            if p.is_leaf() != (level == depth) {
+                return Err(super::bad_level(pgno));
+            }
+            let n = p.len();
+            if p.is_leaf() {
+                path.steps[level - 1] = Step::new(pgno, n);
+                path.len = level;
+                return Ok(path);
+            }
+            let last = n
+                .checked_sub(1)
+                .ok_or_else(|| Error::corrupted(u64::from(pgno), "branch page without nodes"))?;
+            path.steps[level - 1] = Step::new(pgno, last);
+            pgno = p.branch(last)?.child;
+        }
+        Err(super::bad_level(pgno))
     }
 
     /// Sequential inserts without `MDB_APPEND`: if the last put into this tree
@@ -436,6 +486,11 @@ impl<S: PageStore> Tree<'_, S> {
                 }
             };
             edit::insert_raw(self.store.dirty_mut(right)?, 0, &first);
+            // A sorted load does not come back to the left page: its checksum
+            // is taken now, while its bytes are in the CPU cache, not at
+            // commit. Any later change to it drops the kept checksum
+            // (`PageBuf`), and seal then hashes it again.
+            src.hash_leaf();
             self.store.put_dirty(pg, src);
             (sep, right)
         } else {
@@ -552,21 +607,6 @@ impl<S: PageStore> Tree<'_, S> {
     }
 }
 
-/// Inserts node `nd` of `key` at the end of leaf `b` (page `pgno`) if
-/// `key` sorts after its last key and the node fits; whether it did.
-#[inline]
-fn append_to_leaf(b: &mut [u8], pgno: Pgno, ord: Order<'_>, key: &[u8], nd: &[u8]) -> Result<bool> {
-    let n = {
-        let p = Page::new(b, pgno)?;
-        let n = p.len();
-        if n == 0 || !ord.lt(p.leaf(n - 1)?.key, key) {
-            return Ok(false);
-        }
-        n
-    };
-    Ok(edit::insert_raw(b, n, nd))
-}
-
 /// `ValueTooLarge` for a value over the format's limit.
 fn check_value_len(len: usize) -> Result<()> {
     if len > crate::page::MAX_VALUE {
@@ -617,4 +657,15 @@ struct Halves {
     buf: Box<[u8]>,
     sep: Vec<u8>,
     right: Pgno,
+}
+
+/// What the append hint made of a put ([`Tree::append_to_hint`]).
+enum Hinted {
+    /// The node went into the hinted leaf.
+    Done,
+    /// The key sorts after every key of the tree, but its value is not
+    /// inline or the hinted leaf has no room for it: nothing changed.
+    Last,
+    /// The hint does not apply: nothing changed.
+    Miss,
 }

@@ -367,6 +367,13 @@ fn seal_links_every_branch_to_its_childs_checksum() {
             .expect("put");
     }
     seal::seal(&mut p, &mut rec).expect("seal");
+    assert!(assert_sealed(&p, &rec) > 100);
+}
+
+/// Checks the checksums of the sealed tree `rec`: the root's in the
+/// record, each branch link's and overflow reference's in the node.
+/// Returns how many links it checked.
+fn assert_sealed(p: &Pager, rec: &DbRecord) -> usize {
     assert_eq!(rec.mod_txnid, p.txnid());
     let root = p.view().page(rec.root).unwrap();
     assert_eq!(rec.root_cksum, checksum(root.bytes()));
@@ -389,5 +396,59 @@ fn seal_links_every_branch_to_its_childs_checksum() {
             links += 1;
         }
     }
-    assert!(links > 100);
+    links
+}
+
+/// Appends keep the hint on the right edge through every split (the next
+/// append goes to the new leaf without a descent), leave each page they
+/// move on from full, and seal with the checksums the splits kept until a
+/// later put changes those leaves.
+#[test]
+fn appends_keep_the_hint_across_splits_and_fill_each_page() {
+    let (_dir, mut p) = mem_pager(512, 1 << 20);
+    let mut st = TreeState::default();
+    let mut rec = DbRecord::default();
+    let mut model = Model::new();
+    let mut rng = StdRng::seed_from_u64(11);
+    for i in 0..4000u32 {
+        let k = (i * 2).to_be_bytes();
+        let v = vec![i as u8; rng.random_range(0..60)];
+        Tree::new(&mut p, &mut st, &mut rec, Order::Bytewise)
+            .append(&k, &v)
+            .expect("append");
+        model.insert(k.to_vec(), v);
+        let (root, hint) = st.append.expect("hint kept after every append");
+        assert_eq!(root, rec.root);
+        assert_eq!(hint.len, rec.depth as usize);
+        let leaf = p.view().page(hint.leaf().pgno).unwrap();
+        assert_eq!(leaf.leaf(leaf.len() - 1).unwrap().key, &k[..], "append {i}");
+    }
+    assert!(rec.depth >= 3, "depth {}", rec.depth);
+    assert_matches(&p, &rec, &model);
+    // Each leaf is filled until the next node does not fit: the greedy
+    // packing of the pairs in order.
+    let cap = 512 - crate::page::HDR;
+    let (mut leaves, mut used) = (1, 0);
+    for (k, v) in &model {
+        let len = crate::page::node::leaf_len(k.len(), v.len(), false) + 2;
+        if used + len > cap {
+            leaves += 1;
+            used = 0;
+        }
+        used += len;
+    }
+    assert_eq!(rec.leaf_pages, leaves);
+    // Puts into leaves the appends left behind (odd keys, free after the
+    // even ones) drop their kept checksums; seal hashes those again.
+    for i in (1..8000u32).step_by(797) {
+        let k = i.to_be_bytes();
+        Tree::new(&mut p, &mut st, &mut rec, Order::Bytewise)
+            .put(&k, b"middle")
+            .expect("put");
+        model.insert(k.to_vec(), b"middle".to_vec());
+    }
+    assert!(st.append.is_none());
+    assert_matches(&p, &rec, &model);
+    seal::seal(&mut p, &mut rec).expect("seal");
+    assert!(assert_sealed(&p, &rec) as u64 >= rec.leaf_pages);
 }

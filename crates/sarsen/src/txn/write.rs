@@ -315,7 +315,7 @@ impl<'env> RwTxn<'env> {
                 if db.dbi == 0 {
                     // A change of the record alone (its sequence) must
                     // commit too.
-                    self.w.main_changed |= rec != before;
+                    self.w.main_changed = self.w.main_changed || rec != before;
                     self.w.main = rec;
                 } else if rec != before {
                     let n = self.named(db)?;
