@@ -98,6 +98,11 @@ pub(crate) fn get<'a, S: Source<'a>>(
             if !eq {
                 return Ok(None);
             }
+            // An inline value straight from the node; anything else (an
+            // overflow value, or a check failing) through the full parse.
+            if let Some((_, v)) = p.leaf_inline(i) {
+                return Ok(Some(v));
+            }
             return s.value(p.leaf(i)?.value).map(Some);
         }
         pgno = p.branch(p.search_branch(key, ord)?)?.child;
