@@ -256,14 +256,10 @@ pub(crate) fn describe(code: u16, name: Option<&str>) -> String {
 
 /// The bytewise order (`<[u8]>::cmp`: `memcmp`, then the shorter first),
 /// inlined for the page search: eight bytes at a time as big-endian words,
-/// then the last bytes one by one. Short keys, the common case, need no
-/// call; keys longer than 32 bytes go to the slice comparison, whose
-/// `memcmp` is quicker over long runs.
+/// then the last bytes one by one, with no call. The search uses it when
+/// its own key is short, so that the loop runs a few turns at most.
 #[inline(always)]
 pub(crate) fn bytewise_cmp(a: &[u8], b: &[u8]) -> Ordering {
-    if a.len() > 32 || b.len() > 32 {
-        return a.cmp(b);
-    }
     let (mut x, mut y) = (a, b);
     while let (Some((p, xr)), Some((q, yr))) =
         (x.split_first_chunk::<8>(), y.split_first_chunk::<8>())
@@ -319,7 +315,7 @@ mod tests {
     use super::*;
 
     /// `bytewise_cmp` is the slice order, on keys that share prefixes of
-    /// every length around the word size and the 32-byte cut-over.
+    /// every length around the word size.
     #[test]
     fn bytewise_matches_slice_order() {
         use proptest::prelude::*;

@@ -194,6 +194,12 @@ impl Layout {
     }
 }
 
+/// Longest search key compared word by word inline
+/// ([`bytewise_cmp`](crate::order::bytewise_cmp)): at most four words per
+/// probe, whatever the length of the page's key. Longer ones go through
+/// the slice comparison's `memcmp`, quicker over long runs.
+const SHORT_KEY: usize = 32;
+
 /// A validated read-only view of a branch or leaf page.
 #[derive(Clone, Copy)]
 pub(crate) struct Page<'a> {
@@ -438,11 +444,14 @@ impl<'a> Page<'a> {
 
     /// Leaf: the first index whose key is `>= key` in `ord`, and whether
     /// it is equal. The bytewise order gets its own monomorphised search
-    /// (a slice comparison per probe, no dispatch).
+    /// (no dispatch): word by word for a short key, by `memcmp` else.
     #[inline]
     pub(crate) fn search_leaf(&self, key: &[u8], ord: Order<'_>) -> Result<(usize, bool)> {
         match ord {
-            Order::Bytewise => self.search_leaf_by(|k| crate::order::bytewise_cmp(k, key)),
+            Order::Bytewise if key.len() <= SHORT_KEY => {
+                self.search_leaf_by(|k| crate::order::bytewise_cmp(k, key))
+            }
+            Order::Bytewise => self.search_leaf_by(|k| k.cmp(key)),
             _ => self.search_leaf_by(|k| ord.cmp_search(k, key)),
         }
     }
@@ -466,7 +475,10 @@ impl<'a> Page<'a> {
     #[inline]
     pub(crate) fn search_branch(&self, key: &[u8], ord: Order<'_>) -> Result<usize> {
         match ord {
-            Order::Bytewise => self.search_branch_by(|k| crate::order::bytewise_cmp(k, key)),
+            Order::Bytewise if key.len() <= SHORT_KEY => {
+                self.search_branch_by(|k| crate::order::bytewise_cmp(k, key))
+            }
+            Order::Bytewise => self.search_branch_by(|k| k.cmp(key)),
             _ => self.search_branch_by(|k| ord.cmp_search(k, key)),
         }
     }
