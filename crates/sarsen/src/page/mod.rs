@@ -200,7 +200,10 @@ impl Layout {
 /// the slice comparison's `memcmp`, quicker over long runs.
 const SHORT_KEY: usize = 32;
 
-/// A validated read-only view of a branch or leaf page.
+/// A validated read-only view of a branch or leaf page. Invariant (the
+/// slot reads rely on it): its slot array, `HDR + 2 * n` bytes with the
+/// header, lies inside `b`; only [`Page::new`], which checks it, and
+/// [`Page::empty`], with no slots, make one, and nothing changes a field.
 #[derive(Clone, Copy)]
 pub(crate) struct Page<'a> {
     b: &'a [u8],
