@@ -29,21 +29,26 @@ pub(crate) use crate::store::Source;
 pub(crate) const MAX_DEPTH: usize = 32;
 
 /// Checks a tree's depth before descending it.
+#[inline]
 pub(crate) fn check_depth(rec: &DbRecord) -> Result<usize> {
     let d = rec.depth as usize;
-    if d > MAX_DEPTH {
-        return Err(Error::corrupted(
-            u64::from(rec.root),
-            "tree deeper than 32 levels",
-        ));
-    }
-    if (d == 0) != (rec.root == 0) {
-        return Err(Error::corrupted(
-            u64::from(rec.root),
-            "tree depth and root disagree",
-        ));
+    if d > MAX_DEPTH || (d == 0) != (rec.root == 0) {
+        return Err(bad_depth(rec));
     }
     Ok(d)
+}
+
+/// The error of [`check_depth`] (out of line: the inlined check stays two
+/// comparisons).
+#[cold]
+#[inline(never)]
+fn bad_depth(rec: &DbRecord) -> Error {
+    let what = if rec.depth as usize > MAX_DEPTH {
+        "tree deeper than 32 levels"
+    } else {
+        "tree depth and root disagree"
+    };
+    Error::corrupted(u64::from(rec.root), what)
 }
 
 /// The pages a whole-tree walk (freeing a tree, verifying a commit) has
@@ -97,6 +102,11 @@ pub(crate) fn get<'a, S: Source<'a>>(
             let (i, eq) = p.search_leaf(key, ord)?;
             if !eq {
                 return Ok(None);
+            }
+            // An inline value straight from the node; anything else (an
+            // overflow value, or a check failing) through the full parse.
+            if let Some((_, v)) = p.leaf_inline(i) {
+                return Ok(Some(v));
             }
             return s.value(p.leaf(i)?.value).map(Some);
         }

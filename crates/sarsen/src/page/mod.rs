@@ -128,11 +128,16 @@ pub(crate) fn checksum(b: &[u8]) -> u64 {
 
 #[inline]
 pub(crate) fn rd16(b: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([b[off], b[off + 1]])
+    // One range check for the word (indexing each byte checks each).
+    let mut a = [0u8; 2];
+    a.copy_from_slice(&b[off..off + 2]);
+    u16::from_le_bytes(a)
 }
 #[inline]
 pub(crate) fn rd32(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[off..off + 4]);
+    u32::from_le_bytes(a)
 }
 #[inline]
 pub(crate) fn rd64(b: &[u8], off: usize) -> u64 {
@@ -189,7 +194,16 @@ impl Layout {
     }
 }
 
-/// A validated read-only view of a branch or leaf page.
+/// Longest search key compared word by word inline
+/// ([`bytewise_cmp`](crate::order::bytewise_cmp)): at most four words per
+/// probe, whatever the length of the page's key. Longer ones go through
+/// the slice comparison's `memcmp`, quicker over long runs.
+const SHORT_KEY: usize = 32;
+
+/// A validated read-only view of a branch or leaf page. Invariant (the
+/// slot reads rely on it): its slot array, `HDR + 2 * n` bytes with the
+/// header, lies inside `b`; only [`Page::new`], which checks it, and
+/// [`Page::empty`], with no slots, make one, and nothing changes a field.
 #[derive(Clone, Copy)]
 pub(crate) struct Page<'a> {
     b: &'a [u8],
@@ -278,11 +292,27 @@ impl<'a> Page<'a> {
     /// Byte offset of node `i`, checked to lie in the node area.
     #[inline]
     fn node_off(&self, i: usize) -> Result<usize> {
+        let off = self.slot(i)?;
+        if off >= self.b.len() {
+            return Err(self.err("slot points outside the node area"));
+        }
+        Ok(off)
+    }
+
+    /// The offset in slot `i`, checked against the entry count and the
+    /// start of the node area (not yet against the page's end).
+    #[inline(always)]
+    fn slot(&self, i: usize) -> Result<usize> {
         if i >= self.n {
             return Err(self.err("node index past the entry count"));
         }
-        let off = rd16(self.b, HDR + 2 * i) as usize;
-        if off < self.node_lo || off >= self.b.len() {
+        // SAFETY: `HDR + 2 * n <= b.len()` holds for every `Page` (`new`
+        // checks it; `empty` has no nodes, so no `i` gets here), and
+        // `i < n`: the two bytes of slot `i` lie inside `b`. An unaligned
+        // read of a `[u8; 2]` (alignment 1) from a shared slice.
+        let slot = unsafe { self.b.as_ptr().add(HDR + 2 * i).cast::<[u8; 2]>().read() };
+        let off = u16::from_le_bytes(slot) as usize;
+        if off < self.node_lo {
             return Err(self.err("slot points outside the node area"));
         }
         Ok(off)
@@ -398,25 +428,32 @@ impl<'a> Page<'a> {
     }
 
     /// The key of node `i` alone (the search hot path parses nothing
-    /// else): its length is at `len_at` in a node header of `hdr` bytes.
+    /// else): its length is at `LEN_AT` in a node header of `H` bytes.
+    /// Fixed-size views, so that each read needs one range check.
     #[inline(always)]
-    fn key_at(&self, i: usize, len_at: usize, hdr: usize) -> Result<&'a [u8]> {
-        let off = self.node_off(i)?;
-        let b = self.b;
-        if off + hdr > b.len() {
-            return Err(self.err("node header overruns the page"));
-        }
-        let klen = rd16(b, off + len_at) as usize;
-        b.get(off + hdr..off + hdr + klen)
+    fn key_at<const LEN_AT: usize, const H: usize>(&self, i: usize) -> Result<&'a [u8]> {
+        let off = self.slot(i)?;
+        let Some((h, rest)) = self.b.get(off..).and_then(<[u8]>::split_first_chunk::<H>) else {
+            return Err(self.err(if off >= self.b.len() {
+                "slot points outside the node area"
+            } else {
+                "node header overruns the page"
+            }));
+        };
+        let klen = u16::from_le_bytes([h[LEN_AT], h[LEN_AT + 1]]) as usize;
+        rest.get(..klen)
             .ok_or_else(|| self.err("key overruns the page"))
     }
 
     /// Leaf: the first index whose key is `>= key` in `ord`, and whether
     /// it is equal. The bytewise order gets its own monomorphised search
-    /// (a slice comparison per probe, no dispatch).
+    /// (no dispatch): word by word for a short key, by `memcmp` else.
     #[inline]
     pub(crate) fn search_leaf(&self, key: &[u8], ord: Order<'_>) -> Result<(usize, bool)> {
         match ord {
+            Order::Bytewise if key.len() <= SHORT_KEY => {
+                self.search_leaf_by(|k| crate::order::bytewise_cmp(k, key))
+            }
             Order::Bytewise => self.search_leaf_by(|k| k.cmp(key)),
             _ => self.search_leaf_by(|k| ord.cmp_search(k, key)),
         }
@@ -427,7 +464,7 @@ impl<'a> Page<'a> {
         let (mut lo, mut hi) = (0usize, self.n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match cmp(self.key_at(mid, 2, node::LEAF_HDR)?) {
+            match cmp(self.key_at::<2, { node::LEAF_HDR }>(mid)?) {
                 Ordering::Less => lo = mid + 1,
                 Ordering::Equal => return Ok((mid, true)),
                 Ordering::Greater => hi = mid,
@@ -441,6 +478,9 @@ impl<'a> Page<'a> {
     #[inline]
     pub(crate) fn search_branch(&self, key: &[u8], ord: Order<'_>) -> Result<usize> {
         match ord {
+            Order::Bytewise if key.len() <= SHORT_KEY => {
+                self.search_branch_by(|k| crate::order::bytewise_cmp(k, key))
+            }
             Order::Bytewise => self.search_branch_by(|k| k.cmp(key)),
             _ => self.search_branch_by(|k| ord.cmp_search(k, key)),
         }
@@ -454,7 +494,7 @@ impl<'a> Page<'a> {
         let (mut lo, mut hi) = (1usize, self.n);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match cmp(self.key_at(mid, 14, node::BRANCH_HDR)?) {
+            match cmp(self.key_at::<14, { node::BRANCH_HDR }>(mid)?) {
                 Ordering::Greater => hi = mid,
                 Ordering::Equal => return Ok(mid),
                 Ordering::Less => lo = mid + 1,

@@ -86,6 +86,7 @@ pub(crate) fn map_page<'a>(map: &'a Map, l: &Layout, limit: Pgno, pgno: Pgno) ->
 
 /// The `page_size` bytes of page `pgno` in the map, unvalidated; errors as
 /// [`map_page`].
+#[inline]
 pub(crate) fn map_page_bytes<'a>(
     map: &'a Map,
     l: &Layout,
@@ -93,13 +94,21 @@ pub(crate) fn map_page_bytes<'a>(
     pgno: Pgno,
 ) -> Result<&'a [u8]> {
     if pgno < page::META_PAGES || pgno >= limit {
-        return Err(Error::corrupted(
-            u64::from(pgno),
-            format!("page number outside the allocated pages 3..{limit}"),
-        ));
+        return Err(page_out_of_range(pgno, limit));
     }
     map.slice(pgno as usize * l.psize, l.psize)
         .ok_or_else(|| Error::corrupted(u64::from(pgno), "page outside the map"))
+}
+
+/// The error of [`map_page_bytes`] for a page number outside `3..limit`
+/// (out of line: the formatting stays off the inlined read path).
+#[cold]
+#[inline(never)]
+fn page_out_of_range(pgno: Pgno, limit: Pgno) -> Error {
+    Error::corrupted(
+        u64::from(pgno),
+        format!("page number outside the allocated pages 3..{limit}"),
+    )
 }
 
 /// The `len`-byte value stored in the overflow run at `pgno`.
