@@ -9,29 +9,19 @@
 //! cargo build --release -p sarsen --example append_cost
 //! valgrind --tool=callgrind target/release/examples/append_cost 300000
 //! ```
+mod common;
+
 fn main() {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200_000);
+    let n = common::arg(1, 200_000);
     let dir = tempfile::tempdir().unwrap();
-    // SAFETY: the directory is this process's own temporary directory; nothing
-    // else maps or changes its files.
-    let env = unsafe {
-        sarsen::EnvOptions::new()
-            .durability(sarsen::Durability::NoSync)
-            .write_map(true)
-            .max_size(1 << 30)
-            .open(dir.path())
-    }
-    .unwrap();
+    let env = common::open(common::options(), dir.path()).unwrap();
     let db = env.main_db();
     let mut v = [7u8; 100];
     let mut i = 0;
     while i < n {
         let mut w = env.write_txn().unwrap();
         for _ in 0..1000.min(n - i) {
-            let key = key_of(i);
+            let key = common::key(i);
             v[..8].copy_from_slice(&i.to_le_bytes());
             w.append(db, &key, &v).unwrap();
             i += 1;
@@ -39,15 +29,4 @@ fn main() {
         w.commit().unwrap();
     }
     println!("{:?}", env.info().unwrap());
-}
-
-/// `i` as 16 decimal digits with leading zeros (the harness's key format),
-/// without the formatter, whose cost would hide the engine's.
-fn key_of(mut i: u64) -> [u8; 16] {
-    let mut k = [b'0'; 16];
-    for d in k.iter_mut().rev() {
-        *d = b'0' + (i % 10) as u8;
-        i /= 10;
-    }
-    k
 }

@@ -20,33 +20,10 @@
 //! or descending, and load one byte of each value, as the harness's scans.
 //! Divide the collected instructions by `n`.
 
-use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-use sarsen::{Database, Durability, Env, EnvOptions, Result};
+mod common;
 
-fn key(i: u64) -> [u8; 16] {
-    let mut k = [b'0'; 16];
-    let mut x = i;
-    for b in k.iter_mut().rev() {
-        *b = b'0' + (x % 10) as u8;
-        x /= 10;
-    }
-    k
-}
-
-fn load(env: &Env, db: Database, n: u64) -> Result<()> {
-    let mut order: Vec<u64> = (0..n).collect();
-    order.shuffle(&mut SmallRng::seed_from_u64(301));
-    for chunk in order.chunks(1000) {
-        let mut w = env.write_txn()?;
-        for &i in chunk {
-            w.put(db, &key(i), &[i as u8; 100])?;
-        }
-        w.commit()?;
-    }
-    Ok(())
-}
+use common::load;
+use sarsen::{Database, Env, Result};
 
 /// Deletes every key whose hash is odd (about half); returns the deletes.
 #[inline(never)]
@@ -114,14 +91,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mode = args.next().unwrap_or_else(|| "retain".into());
     let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir()?;
-    // SAFETY: the directory is this process's own; nothing else maps it.
-    let env = unsafe {
-        EnvOptions::new()
-            .durability(Durability::NoSync)
-            .write_map(true)
-            .max_size(1 << 30)
-            .open(dir.path())?
-    };
+    let env = common::open(common::options(), dir.path())?;
     let db = env.main_db();
     load(&env, db, n)?;
     let gone = match mode.as_str() {

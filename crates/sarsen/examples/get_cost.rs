@@ -17,33 +17,12 @@
 //! with `mdb_txn_reset`/`mdb_txn_renew`). The keys are made before the
 //! collected function runs. Divide the collected instructions by `gets`.
 
+mod common;
+
+use common::{key, load};
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use sarsen::{Database, Durability, Env, EnvOptions, Result};
-
-fn key(i: u64) -> [u8; 16] {
-    let mut k = [b'0'; 16];
-    let mut x = i;
-    for b in k.iter_mut().rev() {
-        *b = b'0' + (x % 10) as u8;
-        x /= 10;
-    }
-    k
-}
-
-fn load(env: &Env, db: Database, n: u64) -> Result<()> {
-    let mut order: Vec<u64> = (0..n).collect();
-    order.shuffle(&mut SmallRng::seed_from_u64(301));
-    for chunk in order.chunks(1000) {
-        let mut w = env.write_txn()?;
-        for &i in chunk {
-            w.put(db, &key(i), &[i as u8; 100])?;
-        }
-        w.commit()?;
-    }
-    Ok(())
-}
+use sarsen::{Database, Env, Result};
 
 /// Gets each of `keys`, each in a read transaction of its own (`renew`:
 /// one transaction renewed for each get and reset after it); returns the
@@ -89,15 +68,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         }
     };
     let dir = tempfile::tempdir()?;
-    // SAFETY: the directory is this process's own; nothing else maps it.
-    let env = unsafe {
-        EnvOptions::new()
-            .durability(Durability::NoSync)
-            .write_map(true)
-            .read_ahead(false)
-            .max_size(1 << 30)
-            .open(dir.path())?
-    };
+    let env = common::open(common::options().read_ahead(false), dir.path())?;
     let db = env.main_db();
     load(&env, db, n)?;
     let mut rng = SmallRng::seed_from_u64(17);

@@ -86,23 +86,9 @@ fn settle(env: &Env, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, prefix: &str) {
 
 fn same_as_model(env: &Env, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
     let r = env.read_txn().unwrap();
-    let got: Vec<(Vec<u8>, Vec<u8>)> = r
-        .iter(env.main_db())
-        .unwrap()
-        .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())))
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(got.len(), model.len(), "{what}: entries");
-    assert!(
-        got.iter().map(|(k, v)| (k, v)).eq(model.iter()),
-        "{what}: contents differ"
-    );
-    let report = env.check().unwrap();
-    assert!(
-        report.problems.is_empty(),
-        "{what}: check: {:?}",
-        report.problems
-    );
+    let got = common::collect(r.iter(env.main_db()).unwrap(), what);
+    common::assert_entries(&got, model, what);
+    common::assert_check(env, what);
 }
 
 #[test]
@@ -160,24 +146,11 @@ fn an_old_reader_keeps_its_pages_and_the_shrink_waits_for_it() {
     let reader = env.read_txn().unwrap();
     let snap_end = env.info().unwrap().next_pgno * 4096;
     delete_fraction(&env, 0.9, &mut rng, &mut model);
-    for i in 0..3u32 {
-        let mut w = env.write_txn().unwrap();
-        w.put(env.main_db(), &i.to_be_bytes(), b"x").unwrap();
-        model.insert(i.to_be_bytes().to_vec(), b"x".to_vec());
-        w.commit().unwrap();
-    }
+    settle(&env, &mut model, "during");
     let c = env.compact().unwrap();
     // Nothing the reader can reach was reused or cut: it reads its snapshot whole.
-    let got: Vec<(Vec<u8>, Vec<u8>)> = reader
-        .iter(env.main_db())
-        .unwrap()
-        .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())))
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert!(
-        got.iter().map(|(k, v)| (k, v)).eq(seen.iter()),
-        "the old snapshot changed"
-    );
+    let got = common::collect(reader.iter(env.main_db()).unwrap(), "old snapshot");
+    common::assert_entries(&got, &seen, "the old snapshot");
     assert!(c.len_after >= snap_end, "cut below a live snapshot");
     assert!(file_len(dir.path()) >= snap_end);
     drop(reader);

@@ -307,18 +307,18 @@ fn look(env: &Shared) -> Result<()> {
     let Some(pass) = pass else {
         return Ok(());
     };
-    let due = match Some(pass) {
-        Some(p)
-            if env.auto_compact
-                && p.gain() >= p.in_use.saturating_mul(3)
-                && p.gain().saturating_mul(ps) >= env.shrink_bytes
-                && p.to_move > 0
-                && p.to_move.saturating_mul(4) <= p.gain() =>
-        {
-            DUE_RELOCATE
-        }
-        Some(p) if p.tail.saturating_mul(ps) >= env.shrink_bytes => DUE_REFUND,
-        _ => DUE_NONE,
+    let p = pass;
+    let relocate = env.auto_compact
+        && p.gain() >= p.in_use.saturating_mul(3)
+        && p.gain().saturating_mul(ps) >= env.shrink_bytes
+        && p.to_move > 0
+        && p.to_move.saturating_mul(4) <= p.gain();
+    let due = if relocate {
+        DUE_RELOCATE
+    } else if p.tail.saturating_mul(ps) >= env.shrink_bytes {
+        DUE_REFUND
+    } else {
+        DUE_NONE
     };
     if due == DUE_NONE {
         let b = env.compact_backoff.load(Ordering::Relaxed).max(1);
