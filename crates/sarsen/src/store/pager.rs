@@ -31,6 +31,9 @@ use crate::io::buf::PageBuf;
 use crate::io::Map;
 use crate::page::{self, Kind, Layout, LeafValue, Page, Pgno, META_PAGES};
 
+/// At most this many spare one-page buffers are kept for reuse.
+const POOL_PAGES: usize = 4096;
+
 /// The pager's state. Between transactions it holds only buffers.
 pub(crate) struct Pager {
     /// The map of the data file (shared with the environment).
@@ -129,17 +132,25 @@ impl Pager {
 
     /// Drops all uncommitted pages, keeping buffers for reuse.
     pub(crate) fn reset(&mut self) {
-        let bufs: Vec<PageBuf> = self.dirty.drain().map(|(_, b)| b).collect();
-        // Draining and clearing a hash table cost its capacity, not its
-        // length: after one large transaction every small one would pay for
-        // the large one's table twice. Give the memory back once it is far
-        // larger than what transactions use.
-        let cap = self.dirty.capacity();
-        if cap > 4096 && cap > 8 * bufs.len() {
-            self.dirty.shrink_to(2 * bufs.len());
-        }
-        for b in bufs {
-            self.recycle(b);
+        // Draining or clearing a hash table costs its capacity, not its
+        // length, and a transaction begins and ends with a reset: after one
+        // large transaction every small one would pay for the large one's
+        // table twice. So an empty table is left alone, and a table far
+        // larger than what this transaction used gives its memory back.
+        if !self.dirty.is_empty() {
+            let len = self.dirty.len();
+            let cap = self.dirty.capacity();
+            let (pool, psize) = (&mut self.pool, self.layout.psize);
+            for (_, b) in self.dirty.drain() {
+                if let Some(b) = b.into_heap() {
+                    if b.len() == psize && pool.len() < POOL_PAGES {
+                        pool.push(b);
+                    }
+                }
+            }
+            if cap > 256 && cap > 8 * len {
+                self.dirty.shrink_to(2 * len);
+            }
         }
         self.freed.clear();
         self.reclaimed.clear();
@@ -284,7 +295,7 @@ impl Pager {
 
     /// Returns a heap buffer to the pool.
     pub(crate) fn recycle_heap(&mut self, b: Box<[u8]>) {
-        if b.len() == self.layout.psize && self.pool.len() < 4096 {
+        if b.len() == self.layout.psize && self.pool.len() < POOL_PAGES {
             self.pool.push(b);
         }
     }

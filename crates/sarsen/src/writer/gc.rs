@@ -200,11 +200,21 @@ fn load_until(w: &mut WriteStore, pages: usize) -> Result<()> {
 }
 
 /// Pages a change to the GC tree at commit usually takes: a copy of each
-/// page on the path to a record. A split or merge takes pages from the end
-/// of the file when no reclaimed page is left: loading records for the
-/// worst case would load an old one at most commits, to leave it unused.
-fn change_pages(w: &WriteStore) -> usize {
-    usize::from(w.gc.depth)
+/// page on the path to the new records, at the right edge (their key is
+/// above every record's), that is not dirty yet; the loaded records are
+/// the next keys down, usually in the same leaf. A split or merge takes
+/// pages from the end of the file when no reclaimed page is left: loading
+/// records for the worst case would load an old one at most commits, to
+/// leave it unused.
+fn change_pages(w: &WriteStore) -> Result<usize> {
+    if w.gc.root == 0 {
+        return Ok(0);
+    }
+    let mut c = RawCursor::new(w.pager.view(), w.gc, Order::Bytewise);
+    c.last()?;
+    Ok(c.path_pgnos()
+        .filter(|p| !w.pager.dirty.contains_key(p))
+        .count())
 }
 
 /// Records the transaction's free pages at commit, in the records of the
@@ -233,7 +243,8 @@ fn change_pages(w: &WriteStore) -> usize {
 pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     w.committing = true;
     delete_used(w)?;
-    load_until(w, change_pages(w))?;
+    let need = change_pages(w)?;
+    load_until(w, need)?;
     // Copy the path where the new records go first, so that the pages the
     // copies free are in `freed` before the first record is written (the
     // loaded records are the next keys down, usually in the same leaf).
@@ -285,12 +296,16 @@ pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
 
 /// Deletes the loaded records that no reclaimed page is left for (see
 /// [`plan`]), one at a time, until none is: a delete may take pages,
-/// leaving fewer for the others.
+/// leaving fewer for the others. The pages the copy of the GC path will
+/// take count as used: a record they would empty is deleted now, in the
+/// same copy, rather than written empty and left for a later transaction
+/// to find and delete.
 fn delete_used(w: &mut WriteStore) -> Result<()> {
     let mut state = TreeState::default();
     loop {
-        load_until(w, change_pages(w))?;
-        let mut left = w.pager.reclaimed.len();
+        let need = change_pages(w)?;
+        load_until(w, need)?;
+        let mut left = w.pager.reclaimed.len().saturating_sub(need);
         let mut used = None;
         for (i, l) in w.loaded.iter().enumerate().rev() {
             if left == 0 || l.pages.is_empty() {
