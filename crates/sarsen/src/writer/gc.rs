@@ -104,14 +104,25 @@ fn load_unsorted(w: &mut WriteStore) -> Result<bool> {
                 Some(_) => c.prev()?,
                 None => c.last()?,
             },
-            None => {
-                let bound = key(w.gc_bound, u32::MAX);
-                match c.seek(&bound)? {
-                    Some((k, _)) if k == bound => c.current()?,
-                    Some(_) => c.prev()?,
-                    None => c.last()?,
+            // The newest record is usually reusable (no reader holds an
+            // older snapshot): the right edge first, which is also the
+            // path commit adds records along.
+            None => match c.last()? {
+                Some((k, _)) if key_txnid(k).is_some_and(|t| t <= w.gc_bound) => {
+                    if w.gc_paths.is_empty() {
+                        w.gc_paths.extend(c.path_pgnos());
+                    }
+                    c.current()?
                 }
-            }
+                _ => {
+                    let bound = key(w.gc_bound, u32::MAX);
+                    match c.seek(&bound)? {
+                        Some((k, _)) if k == bound => c.current()?,
+                        Some(_) => c.prev()?,
+                        None => c.last()?,
+                    }
+                }
+            },
         };
         let Some((k, v)) = found else {
             w.gc_exhausted = true;
@@ -242,8 +253,7 @@ fn change_pages(w: &WriteStore) -> Result<usize> {
 /// can cost one split.
 pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     w.committing = true;
-    delete_used(w)?;
-    let need = change_pages(w)?;
+    let need = delete_used(w)?;
     load_until(w, need)?;
     // Copy the path where the new records go first, so that the pages the
     // copies free are in `freed` before the first record is written (the
@@ -299,11 +309,12 @@ pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
 /// leaving fewer for the others. The pages the copy of the GC path will
 /// take count as used: a record they would empty is deleted now, in the
 /// same copy, rather than written empty and left for a later transaction
-/// to find and delete.
-fn delete_used(w: &mut WriteStore) -> Result<()> {
+/// to find and delete. Returns the pages the copy of the GC path will
+/// still take ([`change_pages`]).
+fn delete_used(w: &mut WriteStore) -> Result<usize> {
     let mut state = TreeState::default();
+    let mut need = change_pages(w)?;
     loop {
-        let need = change_pages(w)?;
         load_until(w, need)?;
         let mut left = w.pager.reclaimed.len().saturating_sub(need);
         let mut used = None;
@@ -315,7 +326,7 @@ fn delete_used(w: &mut WriteStore) -> Result<()> {
             left -= l.pages.len().min(left);
         }
         let Some(i) = used else {
-            return Ok(());
+            return Ok(need);
         };
         // The record stays in `loaded` while it is deleted: a delete that
         // loads another record looks below the oldest loaded one.
@@ -330,6 +341,10 @@ fn delete_used(w: &mut WriteStore) -> Result<()> {
             ));
         }
         w.loaded.remove(i);
+        // A dirty page stays dirty: only a path that was not needs a look.
+        if need > 0 {
+            need = change_pages(w)?;
+        }
     }
 }
 
