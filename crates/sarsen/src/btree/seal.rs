@@ -34,10 +34,21 @@ pub(crate) fn seal<S: PageStore>(s: &mut S, rec: &mut DbRecord) -> Result<()> {
         leaf_links: dups || rec.overflow_pages > 0,
         dups,
     };
-    let mut seen = Visited::default();
-    rec.root_cksum = seal_page(s, rec.root, tree, &mut seen)?;
+    let mut cx = Walk::default();
+    rec.root_cksum = seal_page(s, rec.root, tree, &mut cx)?;
     rec.mod_txnid = s.txnid();
     Ok(())
+}
+
+/// The state of one seal's walk.
+#[derive(Default)]
+struct Walk {
+    /// Pages reached so far (see [`seal_page`]).
+    seen: Visited,
+    /// The `FRESH` links of the pages on the walk's path, a segment per
+    /// page, the deepest last: one buffer for the whole walk rather than a
+    /// list per page.
+    links: Vec<(usize, Pgno, u8)>,
 }
 
 /// What sealing needs to know of the tree a page belongs to.
@@ -54,21 +65,21 @@ struct Tree {
 /// following only `FRESH` links (the cost is the dirty pages, not their
 /// fan-out) and clearing the stale ones, whose target is not dirty.
 ///
-/// A page reached twice (`seen`) is an error: each page has one parent,
+/// A page reached twice (`Walk::seen`) is an error: each page has one parent,
 /// and a damaged free list that handed out a live page could otherwise
 /// make a cycle.
-fn seal_page<S: PageStore>(s: &mut S, pgno: Pgno, tree: Tree, seen: &mut Visited) -> Result<u64> {
-    seen.enter(pgno)?;
-    let mut links: Vec<(usize, Pgno, u8)> = Vec::new();
+fn seal_page<S: PageStore>(s: &mut S, pgno: Pgno, tree: Tree, cx: &mut Walk) -> Result<u64> {
+    cx.seen.enter(pgno)?;
+    let start = cx.links.len();
     let leaf = {
         let b = s.dirty(pgno).map(|b| &b[..]).unwrap_or(&[]);
         let p = Page::new(b, pgno)?;
         if p.is_leaf() {
             if tree.leaf_links {
-                p.fresh_leaf_links(&mut links)?;
+                p.fresh_leaf_links(&mut cx.links)?;
             }
         } else {
-            p.fresh_links(&mut links)?;
+            p.fresh_links(&mut cx.links)?;
             // Debug builds check every link (release builds pay only for
             // the marked ones). Only a damaged GC that handed out a page a
             // tree still links to breaks this, so it is an error, not an
@@ -86,18 +97,20 @@ fn seal_page<S: PageStore>(s: &mut S, pgno: Pgno, tree: Tree, seen: &mut Visited
         }
         p.is_leaf()
     };
+    let end = cx.links.len();
     // A leaf hashed since its last change (`Writer::touch`) needs nothing
     // more in a tree whose leaves hold no links: it is neither loaded again
     // nor sealed, its kept checksum goes into the branch.
     let use_kept = !leaf && !tree.leaf_links;
-    for &(_, target, _) in links.iter().take(PREFETCH_AHEAD) {
+    for &(_, target, _) in &cx.links[start..end.min(start + PREFETCH_AHEAD)] {
         prefetch_dirty(s, target, use_kept);
     }
-    for (n, &(i, target, flags)) in links.iter().enumerate() {
+    for n in start..end {
+        let (i, target, flags) = cx.links[n];
         // The dirty pages were written while the transaction ran and are
         // cold by now: keep loading the next ones while this one is sealed.
-        if let Some(&(_, next, _)) = links.get(n + PREFETCH_AHEAD) {
-            prefetch_dirty(s, next, use_kept);
+        if n + PREFETCH_AHEAD < end {
+            prefetch_dirty(s, cx.links[n + PREFETCH_AHEAD].1, use_kept);
         }
         // `None`: not dirty; else the checksum the buffer kept, if any.
         let dirty = match s.dirty(target) {
@@ -114,21 +127,22 @@ fn seal_page<S: PageStore>(s: &mut S, pgno: Pgno, tree: Tree, seen: &mut Visited
                 // Else a dirty overflow run, whose checksum was set when it
                 // was written.
                 if flags & SUBTREE != 0 && tree.dups {
-                    seal_subtree(s, pgno, i, target, seen)?;
+                    seal_subtree(s, pgno, i, target, cx)?;
                 }
             }
             Some(kept) => {
                 let sum = match kept {
                     Some(sum) => {
-                        seen.enter(target)?;
+                        cx.seen.enter(target)?;
                         sum
                     }
-                    None => seal_page(s, target, tree, seen)?,
+                    None => seal_page(s, target, tree, cx)?,
                 };
                 node::set_branch_child(edit::node_mut(s.dirty_mut(pgno)?, i), target, sum, FRESH);
             }
         }
     }
+    cx.links.truncate(start);
     let b = s
         .dirty(pgno)
         .ok_or_else(|| Error::corrupted(u64::from(pgno), "page expected dirty is not"))?;
@@ -160,13 +174,13 @@ fn seal_subtree<S: PageStore>(
     pgno: Pgno,
     i: usize,
     root: Pgno,
-    seen: &mut Visited,
+    cx: &mut Walk,
 ) -> Result<()> {
     let sub = Tree {
         leaf_links: false,
         dups: false,
     };
-    let sum = seal_page(s, root, sub, seen)?;
+    let sum = seal_page(s, root, sub, cx)?;
     let txnid = s.txnid();
     let b = s.dirty_mut(pgno)?;
     let at = {
