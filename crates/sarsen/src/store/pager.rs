@@ -495,8 +495,13 @@ impl Pager {
         let leaf = {
             // Copy the header and slots, then the nodes, skipping the free
             // gap between them (as LMDB's mdb_page_copy). The gap's stale
-            // bytes are harmless: the checksum covers what is written.
-            let src = self.view().page(pgno)?;
+            // bytes are harmless: the checksum covers what is written. The
+            // page is clean, so its bytes are in the map (where a descent
+            // to it has prefetched them).
+            let src = Page::new(
+                super::map_page_bytes(&self.map, &self.layout, self.file_pgno, pgno)?,
+                pgno,
+            )?;
             let s = src.bytes();
             let lo = page::HDR + 2 * src.len();
             let hi = s.len() - (src.used() - 2 * src.len());
