@@ -61,10 +61,9 @@ pub(crate) enum Kind {
 }
 
 /// Asks the CPU to start loading every cache line of `b`, a page the
-/// caller is about to read whole. A write descends to a leaf it will copy
-/// (copy-on-write), so the binary search and the copy would otherwise wait
-/// for each line in turn; with the lines requested at once, the misses
-/// overlap. A hint only: it changes no state a program can observe.
+/// caller is about to read whole (seal's next dirty pages), into its
+/// first-level cache. A hint only: it changes no state a program can
+/// observe.
 #[inline]
 pub(crate) fn prefetch(b: &[u8]) {
     #[cfg(target_arch = "x86_64")]
@@ -74,11 +73,12 @@ pub(crate) fn prefetch(b: &[u8]) {
 }
 
 /// Asks the CPU to start loading every cache line of `b` into its
-/// second-level cache, for a page the caller will read whole a little
-/// later (a scan's next leaf). Not into the first level, as [`prefetch`]
-/// does: a page's 64 requests would wait there for the few buffers that
-/// track first-level misses, stalling the loop that issues them, while the
-/// entries of the current page are still being read. A hint only: it
+/// second-level cache, for a page the caller will read whole while it
+/// still works on something else: a scan's next leaf, the page a write
+/// descends to and will copy, the free page the next copy goes to. Not
+/// into the first level, as [`prefetch`] does: a page's 64 requests would
+/// wait there for the few buffers that track first-level misses, stalling
+/// the loop that issues them and the work meanwhile. A hint only: it
 /// changes no state a program can observe.
 #[inline]
 pub(crate) fn prefetch_ahead(b: &[u8]) {

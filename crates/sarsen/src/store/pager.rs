@@ -398,7 +398,10 @@ impl Pager {
     /// In write-map mode, starts loading the free page the next one-page
     /// allocation will return. A reused page was last written long ago, so
     /// the copy into it would otherwise wait for its lines from memory. The
-    /// page is below the file end: it belonged to an older snapshot.
+    /// page is below the file end: it belonged to an older snapshot. Into
+    /// the second-level cache (`page::prefetch_ahead`), as the descent's
+    /// prefetch: its 64 requests would otherwise wait for the few buffers
+    /// that track first-level misses, stalling the copy under way.
     fn prefetch_next_free(&self) {
         if !self.map.writable() {
             return;
@@ -406,7 +409,7 @@ impl Pager {
         if let Some(&next) = self.reclaimed.last() {
             let ps = self.layout.psize;
             if let Some(b) = self.map.slice(next as usize * ps, ps) {
-                page::prefetch(b);
+                page::prefetch_ahead(b);
             }
         }
     }
@@ -608,7 +611,13 @@ impl<'a> Source<'a> for WSource<'a> {
             None => {
                 let l = &self.w.layout;
                 let b = crate::store::map_page_bytes(&self.w.map, l, self.w.file_pgno, pgno)?;
-                page::prefetch(b);
+                // A write copies the clean page it reaches, so every line
+                // will be read: all are asked for at once, so that the
+                // misses of the binary search and the copy overlap. Into
+                // the second-level cache: 64 first-level requests would
+                // wait for the few buffers that track first-level misses,
+                // stalling the search that needs only a few of the lines.
+                page::prefetch_ahead(b);
                 Page::new(b, pgno)
             }
         }
