@@ -164,17 +164,47 @@ impl Path {
 
 /// Descends to the leaf where `key` is or would be in `ord`. Returns the path (leaf
 /// index = first key `>= key`) and whether the key was found.
+#[inline]
 pub(crate) fn descend<'a, S: Source<'a>>(
     s: S,
     rec: &DbRecord,
     ord: Order<'_>,
     key: &[u8],
 ) -> Result<(Path, bool)> {
+    let (path, found, _) = descend_by(rec, ord, key, |pgno| Ok((s.page(pgno)?, false)))?;
+    Ok((path, found))
+}
+
+/// [`descend`] in the writer's view, with the levels whose pages were
+/// dirty: bit `i` of the mask for `path.steps[i]`. The view found that
+/// out anyway, so [`Tree::touch_path_known`] need not look the pages up
+/// again.
+#[inline]
+pub(crate) fn descend_dirty(
+    s: crate::store::WSource<'_>,
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+) -> Result<(Path, bool, u32)> {
+    descend_by(rec, ord, key, |pgno| s.page_dirty(pgno))
+}
+
+/// The descent of [`descend`], reading each page with `page`, which also
+/// says whether the page is dirty (collected in the returned mask).
+#[inline(always)]
+fn descend_by<'a>(
+    rec: &DbRecord,
+    ord: Order<'_>,
+    key: &[u8],
+    page: impl Fn(Pgno) -> Result<(crate::page::Page<'a>, bool)>,
+) -> Result<(Path, bool, u32)> {
     let depth = check_depth(rec)?;
     let mut path = Path::new();
+    let mut dirty = 0u32;
     let mut pgno = rec.root;
     for level in 1..=depth {
-        let p = s.page(pgno)?;
+        let (p, d) = page(pgno)?;
+        dirty |= u32::from(d) << (level - 1);
         if p.is_leaf() != (level == depth) {
             return Err(bad_level(pgno));
         }
@@ -182,7 +212,7 @@ pub(crate) fn descend<'a, S: Source<'a>>(
             let (i, eq) = p.search_leaf(key, ord)?;
             path.steps[level - 1] = Step::new(pgno, i);
             path.len = level;
-            return Ok((path, eq));
+            return Ok((path, eq, dirty));
         }
         let i = p.search_branch(key, ord)?;
         path.steps[level - 1] = Step::new(pgno, i);

@@ -603,11 +603,12 @@ pub(crate) struct WSource<'a> {
     w: &'a Pager,
 }
 
-impl<'a> Source<'a> for WSource<'a> {
+impl<'a> WSource<'a> {
+    /// Page `pgno` as [`Source::page`] reads it, and whether it is dirty.
     #[inline]
-    fn page(self, pgno: Pgno) -> Result<Page<'a>> {
+    pub(crate) fn page_dirty(self, pgno: Pgno) -> Result<(Page<'a>, bool)> {
         match self.w.dirty.get(&pgno) {
-            Some(b) => Page::new(&b[..self.w.layout.psize], pgno),
+            Some(b) => Ok((Page::new(&b[..self.w.layout.psize], pgno)?, true)),
             None => {
                 let l = &self.w.layout;
                 let b = crate::store::map_page_bytes(&self.w.map, l, self.w.file_pgno, pgno)?;
@@ -618,9 +619,16 @@ impl<'a> Source<'a> for WSource<'a> {
                 // wait for the few buffers that track first-level misses,
                 // stalling the search that needs only a few of the lines.
                 page::prefetch_ahead(b);
-                Page::new(b, pgno)
+                Ok((Page::new(b, pgno)?, false))
             }
         }
+    }
+}
+
+impl<'a> Source<'a> for WSource<'a> {
+    #[inline]
+    fn page(self, pgno: Pgno) -> Result<Page<'a>> {
+        self.page_dirty(pgno).map(|(p, _)| p)
     }
 
     fn value(self, v: LeafValue<'a>) -> Result<&'a [u8]> {
