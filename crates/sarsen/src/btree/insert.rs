@@ -5,7 +5,7 @@
 //! splits in two; the split inserts a separator into the parent, which may
 //! split in turn; a root split adds a level.
 
-use super::{descend, descend_dirty, Path, Source, Step, Tree};
+use super::{descend, Path, Source, Step, Tree};
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
 use crate::page::node::{self, BranchNode, LeafValue, FRESH};
@@ -45,8 +45,7 @@ impl<S: PageStore> Tree<'_, S> {
         let (path, found, hinted) = match self.append_path(key)? {
             Some(path) => (path, false, true),
             None => {
-                let (mut path, found, dirty) =
-                    descend_dirty(self.store.view(), self.rec, self.ord, key)?;
+                let (mut path, found, dirty) = self.descend_to_write(key)?;
                 self.touch_path_known(&mut path, dirty)?;
                 (path, found, false)
             }

@@ -164,47 +164,17 @@ impl Path {
 
 /// Descends to the leaf where `key` is or would be in `ord`. Returns the path (leaf
 /// index = first key `>= key`) and whether the key was found.
-#[inline]
 pub(crate) fn descend<'a, S: Source<'a>>(
     s: S,
     rec: &DbRecord,
     ord: Order<'_>,
     key: &[u8],
 ) -> Result<(Path, bool)> {
-    let (path, found, _) = descend_by(rec, ord, key, |pgno| Ok((s.page(pgno)?, false)))?;
-    Ok((path, found))
-}
-
-/// [`descend`] in the writer's view, with the levels whose pages were
-/// dirty: bit `i` of the mask for `path.steps[i]`. The view found that
-/// out anyway, so [`Tree::touch_path_known`] need not look the pages up
-/// again.
-#[inline]
-pub(crate) fn descend_dirty(
-    s: crate::store::WSource<'_>,
-    rec: &DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-) -> Result<(Path, bool, u32)> {
-    descend_by(rec, ord, key, |pgno| s.page_dirty(pgno))
-}
-
-/// The descent of [`descend`], reading each page with `page`, which also
-/// says whether the page is dirty (collected in the returned mask).
-#[inline(always)]
-fn descend_by<'a>(
-    rec: &DbRecord,
-    ord: Order<'_>,
-    key: &[u8],
-    page: impl Fn(Pgno) -> Result<(crate::page::Page<'a>, bool)>,
-) -> Result<(Path, bool, u32)> {
     let depth = check_depth(rec)?;
     let mut path = Path::new();
-    let mut dirty = 0u32;
     let mut pgno = rec.root;
     for level in 1..=depth {
-        let (p, d) = page(pgno)?;
-        dirty |= u32::from(d) << (level - 1);
+        let p = s.page(pgno)?;
         if p.is_leaf() != (level == depth) {
             return Err(bad_level(pgno));
         }
@@ -212,7 +182,7 @@ fn descend_by<'a>(
             let (i, eq) = p.search_leaf(key, ord)?;
             path.steps[level - 1] = Step::new(pgno, i);
             path.len = level;
-            return Ok((path, eq, dirty));
+            return Ok((path, eq));
         }
         let i = p.search_branch(key, ord)?;
         path.steps[level - 1] = Step::new(pgno, i);
@@ -259,6 +229,42 @@ pub(crate) struct Tree<'t, S> {
 }
 
 impl<'t, S: PageStore> Tree<'t, S> {
+    /// [`descend`] for a write to `key`, in the store's view, with the
+    /// levels whose pages were dirty: bit `i` of the mask for
+    /// `path.steps[i]`. The view found that out anyway, so
+    /// [`touch_path_known`](Tree::touch_path_known) need not look the
+    /// pages up again. At the leaf, the store first starts loading a clean
+    /// page (which the write will copy) and works while its lines arrive
+    /// ([`PageStore::approach_leaf`]).
+    pub(crate) fn descend_to_write(&mut self, key: &[u8]) -> Result<(Path, bool, u32)> {
+        let depth = check_depth(self.rec)?;
+        let mut path = Path::new();
+        let mut dirty = 0u32;
+        let mut pgno = self.rec.root;
+        for level in 1..=depth {
+            let (p, d) = if level == depth {
+                let d = self.store.approach_leaf(pgno);
+                (self.store.view().page_known(pgno, d)?, d)
+            } else {
+                self.store.view().page_dirty(pgno)?
+            };
+            dirty |= u32::from(d) << (level - 1);
+            if p.is_leaf() != (level == depth) {
+                return Err(bad_level(pgno));
+            }
+            if p.is_leaf() {
+                let (i, eq) = p.search_leaf(key, self.ord)?;
+                path.steps[level - 1] = Step::new(pgno, i);
+                path.len = level;
+                return Ok((path, eq, dirty));
+            }
+            let i = p.search_branch(key, self.ord)?;
+            path.steps[level - 1] = Step::new(pgno, i);
+            pgno = p.branch(i)?.child;
+        }
+        Err(bad_level(pgno))
+    }
+
     /// The tree `rec`, sorted by `ord`, in `store`.
     #[inline]
     pub(crate) fn new(

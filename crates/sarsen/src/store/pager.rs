@@ -60,7 +60,8 @@ pub(crate) struct Pager {
     /// The file's growth step, pages.
     pub growth_pgno: Pgno,
     /// The leaf that `touch` copied last (0: none), whose checksum is taken
-    /// when `touch` copies another (see [`Pager::touch`]).
+    /// when a write's descent reaches a clean leaf ([`Pager::approach_leaf`])
+    /// or `touch` copies another (see [`Pager::hash_behind`]).
     last_leaf: Pgno,
     /// The first `kept_run` pages of `reclaimed` are a run of consecutive
     /// pages an operation counted on for its overflow value
@@ -534,6 +535,28 @@ impl Pager {
         Ok(new)
     }
 
+    /// A write's descent is about to read `pgno`, the leaf at its end.
+    /// Returns whether the page is dirty. If it is not, the write will copy
+    /// it, so this starts loading all of it (as [`WSource::page_dirty`])
+    /// and, while its lines arrive from memory, takes the checksum of the
+    /// leaf `touch` copied last (see [`Pager::hash_behind`]), whose bytes
+    /// are still in the CPU cache.
+    pub(crate) fn approach_leaf(&mut self, pgno: Pgno) -> bool {
+        if self.dirty.contains_key(&pgno) {
+            return true;
+        }
+        if let Ok(b) = super::map_page_bytes(&self.map, &self.layout, self.file_pgno, pgno) {
+            page::prefetch_ahead(b);
+        }
+        let prev = std::mem::take(&mut self.last_leaf);
+        if prev != 0 {
+            if let Some(b) = self.dirty.get_mut(&prev) {
+                b.hash_leaf();
+            }
+        }
+        false
+    }
+
     /// Takes the checksum of the leaf `touch` copied before `next`, which
     /// it copies now. A write that moves on to another leaf is usually done
     /// with the last one, whose bytes are still in the CPU cache; at commit
@@ -622,6 +645,19 @@ impl<'a> WSource<'a> {
                 Ok((Page::new(b, pgno)?, false))
             }
         }
+    }
+}
+
+impl<'a> WSource<'a> {
+    /// Page `pgno`, which [`Pager::approach_leaf`] has just found `dirty`
+    /// or not: a clean page is read from the map without a look-up.
+    #[inline]
+    pub(crate) fn page_known(self, pgno: Pgno, dirty: bool) -> Result<Page<'a>> {
+        if dirty {
+            return self.page(pgno);
+        }
+        let b = crate::store::map_page_bytes(&self.w.map, &self.w.layout, self.w.file_pgno, pgno)?;
+        Page::new(b, pgno)
     }
 }
 
