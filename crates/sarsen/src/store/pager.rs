@@ -646,9 +646,7 @@ impl<'a> WSource<'a> {
             }
         }
     }
-}
 
-impl<'a> WSource<'a> {
     /// Page `pgno`, which [`Pager::approach_leaf`] has just found `dirty`
     /// or not: a clean page is read from the map without a look-up.
     #[inline]
