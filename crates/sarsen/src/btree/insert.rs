@@ -45,8 +45,8 @@ impl<S: PageStore> Tree<'_, S> {
         let (path, found, hinted) = match self.append_path(key)? {
             Some(path) => (path, false, true),
             None => {
-                let (mut path, found) = descend(self.store.view(), self.rec, self.ord, key)?;
-                self.touch_path(&mut path)?;
+                let (mut path, found, dirty) = self.descend_to_write(key)?;
+                self.touch_path_known(&mut path, dirty)?;
                 (path, found, false)
             }
         };
@@ -382,7 +382,21 @@ impl<S: PageStore> Tree<'_, S> {
     /// Makes every page on `path` dirty, top down, pointing each parent at its
     /// child's new page number.
     pub(crate) fn touch_path(&mut self, path: &mut Path) -> Result<()> {
+        self.touch_path_known(path, 0)
+    }
+
+    /// [`touch_path`](Tree::touch_path) for a path whose pages at the
+    /// levels set in `dirty` (bit `i` for `path.steps[i]`) are known to be
+    /// dirty: the descent that found the path has just looked them up, and
+    /// nothing has changed the store since. They are not looked up again.
+    /// A wrong bit cannot make a write reach a clean page: every change
+    /// goes through `dirty_mut`, which fails with `Corrupted` for a page
+    /// that is not dirty.
+    pub(crate) fn touch_path_known(&mut self, path: &mut Path, dirty: u32) -> Result<()> {
         for level in 0..path.len {
+            if dirty >> level & 1 != 0 {
+                continue;
+            }
             let old = path.steps[level].pgno;
             let new = self.store.touch(old)?;
             if new == old {

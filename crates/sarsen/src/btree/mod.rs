@@ -229,6 +229,42 @@ pub(crate) struct Tree<'t, S> {
 }
 
 impl<'t, S: PageStore> Tree<'t, S> {
+    /// [`descend`] for a write to `key`, in the store's view, with the
+    /// levels whose pages were dirty: bit `i` of the mask for
+    /// `path.steps[i]`. The view found that out anyway, so
+    /// [`touch_path_known`](Tree::touch_path_known) need not look the
+    /// pages up again. At the leaf, the store first starts loading a clean
+    /// page (which the write will copy) and works while its lines arrive
+    /// ([`PageStore::approach_leaf`]).
+    pub(crate) fn descend_to_write(&mut self, key: &[u8]) -> Result<(Path, bool, u32)> {
+        let depth = check_depth(self.rec)?;
+        let mut path = Path::new();
+        let mut dirty = 0u32;
+        let mut pgno = self.rec.root;
+        for level in 1..=depth {
+            let (p, d) = if level == depth {
+                let d = self.store.approach_leaf(pgno);
+                (self.store.view().page_known(pgno, d)?, d)
+            } else {
+                self.store.view().page_dirty(pgno)?
+            };
+            dirty |= u32::from(d) << (level - 1);
+            if p.is_leaf() != (level == depth) {
+                return Err(bad_level(pgno));
+            }
+            if p.is_leaf() {
+                let (i, eq) = p.search_leaf(key, self.ord)?;
+                path.steps[level - 1] = Step::new(pgno, i);
+                path.len = level;
+                return Ok((path, eq, dirty));
+            }
+            let i = p.search_branch(key, self.ord)?;
+            path.steps[level - 1] = Step::new(pgno, i);
+            pgno = p.branch(i)?.child;
+        }
+        Err(bad_level(pgno))
+    }
+
     /// The tree `rec`, sorted by `ord`, in `store`.
     #[inline]
     pub(crate) fn new(

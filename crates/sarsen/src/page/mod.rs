@@ -61,61 +61,55 @@ pub(crate) enum Kind {
 }
 
 /// Asks the CPU to start loading every cache line of `b`, a page the
-/// caller is about to read whole. A write descends to a leaf it will copy
-/// (copy-on-write), so the binary search and the copy would otherwise wait
-/// for each line in turn; with the lines requested at once, the misses
-/// overlap. A hint only: it changes no state a program can observe.
+/// caller is about to read whole (seal's next dirty pages), into its
+/// first-level cache. A hint only: it changes no state a program can
+/// observe.
 #[inline]
 pub(crate) fn prefetch(b: &[u8]) {
     #[cfg(target_arch = "x86_64")]
-    for line in b.chunks(64) {
-        // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 CPU has. A
-        // prefetch never faults, even on an unmapped address, and the
-        // address is inside `b` anyway.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                line.as_ptr().cast(),
-            )
-        };
-    }
+    prefetch_lines::<{ core::arch::x86_64::_MM_HINT_T0 }>(b);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = b;
 }
 
 /// Asks the CPU to start loading every cache line of `b` into its
-/// second-level cache, for a page the caller will read whole a little
-/// later (a scan's next leaf). Not into the first level, as [`prefetch`]
-/// does: a page's 64 requests would wait there for the few buffers that
-/// track first-level misses, stalling the loop that issues them, while the
-/// entries of the current page are still being read. A hint only: it
+/// second-level cache, for a page the caller will read whole while it
+/// still works on something else: a scan's next leaf, the page a write
+/// descends to and will copy, the free page the next copy goes to. Not
+/// into the first level, as [`prefetch`] does: a page's 64 requests would
+/// wait there for the few buffers that track first-level misses, stalling
+/// the loop that issues them and the work meanwhile. A hint only: it
 /// changes no state a program can observe.
 #[inline]
 pub(crate) fn prefetch_ahead(b: &[u8]) {
     #[cfg(target_arch = "x86_64")]
-    {
-        #[inline(always)]
-        fn line(p: *const u8) {
-            // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 CPU
-            // has. A prefetch never faults; callers pass addresses inside
-            // `b` anyway.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(p.cast())
-            };
-        }
-        // Eight lines per turn (page sizes are multiples of 512 bytes), so
-        // the loop's own instructions stay few beside the prefetches.
-        let mut blocks = b.chunks_exact(512);
-        for blk in &mut blocks {
-            for k in 0..8 {
-                line(blk[k * 64..].as_ptr());
-            }
-        }
-        for l in blocks.remainder().chunks(64) {
-            line(l.as_ptr());
-        }
-    }
+    prefetch_lines::<{ core::arch::x86_64::_MM_HINT_T1 }>(b);
     #[cfg(not(target_arch = "x86_64"))]
     let _ = b;
+}
+
+/// `_mm_prefetch` with hint `H` of every 64-byte line of `b`, eight lines
+/// per turn (page sizes are multiples of 512 bytes), so that the loop's own
+/// instructions stay few beside the prefetches.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_lines<const H: i32>(b: &[u8]) {
+    #[inline(always)]
+    fn line<const H: i32>(p: *const u8) {
+        // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 CPU has. A
+        // prefetch never faults, even on an unmapped address; callers pass
+        // addresses inside `b` anyway.
+        unsafe { core::arch::x86_64::_mm_prefetch::<H>(p.cast()) };
+    }
+    let mut blocks = b.chunks_exact(512);
+    for blk in &mut blocks {
+        for k in 0..8 {
+            line::<H>(blk[k * 64..].as_ptr());
+        }
+    }
+    for l in blocks.remainder().chunks(64) {
+        line::<H>(l.as_ptr());
+    }
 }
 
 /// XXH3-64 of `b`: the checksum of pages, overflow runs and meta pages.

@@ -199,6 +199,9 @@ pub(crate) trait PageStore {
     fn dirty_mut(&mut self, pgno: Pgno) -> Result<&mut [u8]>;
     /// Dirty page (or run) `pgno`, if it is dirty.
     fn dirty(&self, pgno: Pgno) -> Option<&PageBuf>;
+    /// A write's descent is about to read leaf `pgno`: whether it is dirty
+    /// (see [`Pager::approach_leaf`]).
+    fn approach_leaf(&mut self, pgno: Pgno) -> bool;
     /// Takes dirty page `pgno` out of the dirty set (a split rebuilds it
     /// and puts it back with [`put_dirty`](PageStore::put_dirty)).
     fn take_dirty(&mut self, pgno: Pgno) -> Option<PageBuf>;
@@ -259,6 +262,10 @@ impl PageStore for Pager {
     #[inline]
     fn dirty(&self, pgno: Pgno) -> Option<&PageBuf> {
         self.dirty.get(&pgno)
+    }
+    #[inline]
+    fn approach_leaf(&mut self, pgno: Pgno) -> bool {
+        Pager::approach_leaf(self, pgno)
     }
     fn take_dirty(&mut self, pgno: Pgno) -> Option<PageBuf> {
         Pager::take_dirty(self, pgno)

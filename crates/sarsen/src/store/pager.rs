@@ -60,7 +60,8 @@ pub(crate) struct Pager {
     /// The file's growth step, pages.
     pub growth_pgno: Pgno,
     /// The leaf that `touch` copied last (0: none), whose checksum is taken
-    /// when `touch` copies another (see [`Pager::touch`]).
+    /// when a write's descent reaches a clean leaf ([`Pager::approach_leaf`])
+    /// or `touch` copies another (see [`Pager::hash_behind`]).
     last_leaf: Pgno,
     /// The first `kept_run` pages of `reclaimed` are a run of consecutive
     /// pages an operation counted on for its overflow value
@@ -398,7 +399,10 @@ impl Pager {
     /// In write-map mode, starts loading the free page the next one-page
     /// allocation will return. A reused page was last written long ago, so
     /// the copy into it would otherwise wait for its lines from memory. The
-    /// page is below the file end: it belonged to an older snapshot.
+    /// page is below the file end: it belonged to an older snapshot. Into
+    /// the second-level cache (`page::prefetch_ahead`), as the descent's
+    /// prefetch: its 64 requests would otherwise wait for the few buffers
+    /// that track first-level misses, stalling the copy under way.
     fn prefetch_next_free(&self) {
         if !self.map.writable() {
             return;
@@ -406,7 +410,7 @@ impl Pager {
         if let Some(&next) = self.reclaimed.last() {
             let ps = self.layout.psize;
             if let Some(b) = self.map.slice(next as usize * ps, ps) {
-                page::prefetch(b);
+                page::prefetch_ahead(b);
             }
         }
     }
@@ -495,8 +499,13 @@ impl Pager {
         let leaf = {
             // Copy the header and slots, then the nodes, skipping the free
             // gap between them (as LMDB's mdb_page_copy). The gap's stale
-            // bytes are harmless: the checksum covers what is written.
-            let src = self.view().page(pgno)?;
+            // bytes are harmless: the checksum covers what is written. The
+            // page is clean, so its bytes are in the map (where a descent
+            // to it has prefetched them).
+            let src = Page::new(
+                super::map_page_bytes(&self.map, &self.layout, self.file_pgno, pgno)?,
+                pgno,
+            )?;
             let s = src.bytes();
             let lo = page::HDR + 2 * src.len();
             let hi = s.len() - (src.used() - 2 * src.len());
@@ -524,6 +533,28 @@ impl Pager {
             self.hash_behind(new);
         }
         Ok(new)
+    }
+
+    /// A write's descent is about to read `pgno`, the leaf at its end.
+    /// Returns whether the page is dirty. If it is not, the write will copy
+    /// it, so this starts loading all of it (as [`WSource::page_dirty`])
+    /// and, while its lines arrive from memory, takes the checksum of the
+    /// leaf `touch` copied last (see [`Pager::hash_behind`]), whose bytes
+    /// are still in the CPU cache.
+    pub(crate) fn approach_leaf(&mut self, pgno: Pgno) -> bool {
+        if self.dirty.contains_key(&pgno) {
+            return true;
+        }
+        if let Ok(b) = super::map_page_bytes(&self.map, &self.layout, self.file_pgno, pgno) {
+            page::prefetch_ahead(b);
+        }
+        let prev = std::mem::take(&mut self.last_leaf);
+        if prev != 0 {
+            if let Some(b) = self.dirty.get_mut(&prev) {
+                b.hash_leaf();
+            }
+        }
+        false
     }
 
     /// Takes the checksum of the leaf `touch` copied before `next`, which
@@ -595,18 +626,43 @@ pub(crate) struct WSource<'a> {
     w: &'a Pager,
 }
 
-impl<'a> Source<'a> for WSource<'a> {
+impl<'a> WSource<'a> {
+    /// Page `pgno` as [`Source::page`] reads it, and whether it is dirty.
     #[inline]
-    fn page(self, pgno: Pgno) -> Result<Page<'a>> {
+    pub(crate) fn page_dirty(self, pgno: Pgno) -> Result<(Page<'a>, bool)> {
         match self.w.dirty.get(&pgno) {
-            Some(b) => Page::new(&b[..self.w.layout.psize], pgno),
+            Some(b) => Ok((Page::new(&b[..self.w.layout.psize], pgno)?, true)),
             None => {
                 let l = &self.w.layout;
                 let b = crate::store::map_page_bytes(&self.w.map, l, self.w.file_pgno, pgno)?;
-                page::prefetch(b);
-                Page::new(b, pgno)
+                // A write copies the clean page it reaches, so every line
+                // will be read: all are asked for at once, so that the
+                // misses of the binary search and the copy overlap. Into
+                // the second-level cache: 64 first-level requests would
+                // wait for the few buffers that track first-level misses,
+                // stalling the search that needs only a few of the lines.
+                page::prefetch_ahead(b);
+                Ok((Page::new(b, pgno)?, false))
             }
         }
+    }
+
+    /// Page `pgno`, which [`Pager::approach_leaf`] has just found `dirty`
+    /// or not: a clean page is read from the map without a look-up.
+    #[inline]
+    pub(crate) fn page_known(self, pgno: Pgno, dirty: bool) -> Result<Page<'a>> {
+        if dirty {
+            return self.page(pgno);
+        }
+        let b = crate::store::map_page_bytes(&self.w.map, &self.w.layout, self.w.file_pgno, pgno)?;
+        Page::new(b, pgno)
+    }
+}
+
+impl<'a> Source<'a> for WSource<'a> {
+    #[inline]
+    fn page(self, pgno: Pgno) -> Result<Page<'a>> {
+        self.page_dirty(pgno).map(|(p, _)| p)
     }
 
     fn value(self, v: LeafValue<'a>) -> Result<&'a [u8]> {

@@ -131,3 +131,17 @@ fn refund_gives_back_exactly_the_free_pages_that_end_the_file() {
         }
     }
 }
+
+#[test]
+fn approach_leaf_says_whether_the_page_is_dirty_and_a_bad_number_is_corrupted() {
+    let (_dir, mut p) = mem_pager(512, 1000);
+    let leaf = p.new_page(Kind::Leaf).unwrap();
+    assert!(p.approach_leaf(leaf));
+    assert!(p.view().page_known(leaf, true).unwrap().is_leaf());
+    // Not dirty and past the snapshot (empty here): no view, an error.
+    assert!(!p.approach_leaf(500));
+    assert!(matches!(
+        p.view().page_known(500, false),
+        Err(Error::Corrupted { .. })
+    ));
+}

@@ -177,6 +177,10 @@ impl PageStore for WriteStore {
     fn dirty(&self, pgno: Pgno) -> Option<&PageBuf> {
         self.pager.dirty.get(&pgno)
     }
+    #[inline]
+    fn approach_leaf(&mut self, pgno: Pgno) -> bool {
+        self.pager.approach_leaf(pgno)
+    }
     fn take_dirty(&mut self, pgno: Pgno) -> Option<PageBuf> {
         self.pager.take_dirty(pgno)
     }
