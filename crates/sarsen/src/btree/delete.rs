@@ -36,7 +36,7 @@ impl<S: PageStore> Tree<'_, S> {
         if !found {
             return Ok(false);
         }
-        self.delete_at(&mut path)?;
+        self.delete_at(&mut path, 0)?;
         Ok(true)
     }
 
@@ -45,11 +45,14 @@ impl<S: PageStore> Tree<'_, S> {
     /// left naming the pages it made dirty. Returns whether the delete stayed
     /// in that leaf (no page merged or freed), so that the path's leaf index
     /// now names the node after the deleted one (or the leaf's length).
-    pub(crate) fn delete_at(&mut self, path: &mut Path) -> Result<bool> {
+    /// The levels set in `dirty` are known to be dirty pages already (see
+    /// [`touch_path_known`](Tree::touch_path_known)): a write cursor's
+    /// place after a change through it.
+    pub(crate) fn delete_at(&mut self, path: &mut Path, dirty: u32) -> Result<bool> {
         self.state.clear_hint(self.rec.root);
         // The path, plus a sibling touched by a merge at every level above the leaf.
         self.store.reserve(2 * self.rec.depth as usize + 1, 0)?;
-        self.touch_path(path)?;
+        self.touch_path_known(path, dirty)?;
         let leaf = path.leaf();
         self.remove_leaf_node(leaf.pgno, leaf.idx())?;
         self.rec.entries = self.rec.entries.saturating_sub(1);

@@ -159,11 +159,19 @@ impl<S: PageStore> Tree<'_, S> {
     /// Replaces the value of `key`, stored at the end of `path` (the current
     /// path to it: a write cursor's place), with `val`: no descent. `path` is
     /// left naming the pages it made dirty. Returns whether the change stayed
-    /// in that leaf (no split), so that the path still names `key`.
-    pub(crate) fn put_at_path(&mut self, path: &mut Path, key: &[u8], val: &[u8]) -> Result<bool> {
+    /// in that leaf (no split), so that the path still names `key`. The
+    /// levels set in `dirty` are known to be dirty, as for
+    /// [`delete_at`](Tree::delete_at).
+    pub(crate) fn put_at_path(
+        &mut self,
+        path: &mut Path,
+        key: &[u8],
+        val: &[u8],
+        dirty: u32,
+    ) -> Result<bool> {
         self.reserve_for(key.len(), val.len())?;
         self.state.clear_hint(self.rec.root);
-        self.touch_path(path)?;
+        self.touch_path_known(path, dirty)?;
         // Only a split of the leaf adds a leaf page.
         let leaf_pages = self.rec.leaf_pages;
         self.put_at(key, val, 0, path, true, false)?;

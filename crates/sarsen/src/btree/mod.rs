@@ -160,6 +160,14 @@ impl Path {
     pub(crate) fn leaf(&self) -> Step {
         self.steps[self.len - 1]
     }
+
+    /// The mask of every level of the path (bit `i` for `steps[i]`), as
+    /// [`Tree::touch_path_known`] takes it after a change through the
+    /// path made each of its pages dirty.
+    pub(crate) fn all_levels(&self) -> u32 {
+        1u32.checked_shl(self.len as u32)
+            .map_or(u32::MAX, |b| b - 1)
+    }
 }
 
 /// Descends to the leaf where `key` is or would be in `ord`. Returns the path (leaf

@@ -188,6 +188,7 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         }
         if let Some(pl) = &mut self.place {
             pl.gen = gen;
+            pl.dirty = pl.path.all_levels();
         }
         self.at = if on { At::Here } else { At::Gone };
     }
@@ -229,7 +230,11 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         let Some(pl) = &mut self.place else {
             return Err(Error::corrupted(0, "a write cursor's place is missing"));
         };
+        let leaf = place::leaf_pgno(&pl.path);
         let (e, landing) = place::step(src, view, &mut pl.path, start, on, fwd)?;
+        if place::leaf_pgno(&pl.path) != leaf {
+            pl.dirty = 0;
+        }
         self.at = match landing {
             Landing::At => At::Here,
             Landing::PastEnd => At::PastEnd,
@@ -263,7 +268,11 @@ impl<'t, 'env> RwCursor<'t, 'env> {
                 Some((k, _)) if !self.dups => {
                     self.key.clear();
                     self.key.extend_from_slice(k);
-                    self.place = c.raw().path().map(|path| Place { path, gen });
+                    self.place = c.raw().path().map(|path| Place {
+                        path,
+                        gen,
+                        dirty: 0,
+                    });
                     Some(At::Here)
                 }
                 Some((k, v)) => Some(At::On(k.to_vec(), v.to_vec())),
@@ -570,12 +579,12 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         let (Some(pl), key) = (&mut self.place, &self.key) else {
             return Err(Error::corrupted(0, "a write cursor's place is missing"));
         };
-        let path = &mut pl.path;
+        let (path, dirty) = (&mut pl.path, pl.dirty);
         check_sizes(self.txn.env, key, value)?;
         let (stayed, rec) = self.txn.change(self.db, |t, _| {
             place::check_path(path, t.rec)?;
             check_key(t.ord, key)?;
-            let stayed = t.put_at_path(path, key, value)?;
+            let stayed = t.put_at_path(path, key, value, dirty)?;
             Ok((stayed, *t.rec))
         })?;
         if stayed {
@@ -622,10 +631,10 @@ impl<'t, 'env> RwCursor<'t, 'env> {
         let Some(pl) = &mut self.place else {
             return Err(Error::corrupted(0, "a write cursor's place is missing"));
         };
-        let path = &mut pl.path;
+        let (path, dirty) = (&mut pl.path, pl.dirty);
         let (stayed, rec) = self.txn.change(self.db, |t, _| {
             place::check_path(path, t.rec)?;
-            let stayed = t.delete_at(path)?;
+            let stayed = t.delete_at(path, dirty)?;
             Ok((stayed, *t.rec))
         })?;
         if stayed {

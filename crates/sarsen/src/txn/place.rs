@@ -20,6 +20,14 @@ use crate::store::AnySource;
 pub(super) struct Place {
     pub path: Path,
     pub gen: u64,
+    /// Levels of `path` known to be dirty pages (bit `i` for
+    /// `path.steps[i]`): all of them after a change through the place
+    /// (which touched the whole path), kept by steps within the leaf,
+    /// none after a step to another leaf or a place found by a search. A
+    /// page stays dirty until commit, and while the change count holds
+    /// nothing but this cursor has changed the tree, so the next change
+    /// through the place skips their dirty-page look-ups.
+    pub dirty: u32,
 }
 
 /// Where a step ends.
@@ -52,6 +60,11 @@ fn leaf_step(path: &Path) -> Result<Step> {
         Some(st) => Ok(*st),
         None => Err(Error::corrupted(0, "a write cursor's saved path is empty")),
     }
+}
+
+/// The page number of the leaf of `path` (`None` for an empty path).
+pub(super) fn leaf_pgno(path: &Path) -> Option<crate::page::Pgno> {
+    leaf_step(path).ok().map(|s| s.pgno)
 }
 
 /// The entry at the end of `path`, `None` if its index is past the leaf.
