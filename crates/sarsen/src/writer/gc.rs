@@ -342,6 +342,11 @@ fn delete_used(w: &mut WriteStore) -> Result<usize> {
         }
         w.loaded.remove(i);
         // A dirty page stays dirty: only a path that was not needs a look.
+        // (A delete never leaves a clean page on the right-edge path: a
+        // merge goes into the left page, copied first, and `collapse_root`
+        // promotes a dirty child. Were that to change, `need` would be low
+        // and a record might be written empty again, as before: a wasted
+        // record, not a lost page.)
         if need > 0 {
             need = change_pages(w)?;
         }
