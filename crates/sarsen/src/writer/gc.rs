@@ -264,39 +264,47 @@ pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     w.gc = gc;
     r?;
     let cap = chunk_capacity(w).max(1);
-    // What the tree holds: the loaded records as loaded.
-    let mut saved: Vec<([u8; 12], Vec<Pgno>)> =
-        w.loaded.iter().map(|l| (l.key, l.pages.clone())).collect();
-    // New chunks written so far: one no longer needed is written empty.
-    let mut chunks = 0;
+    // Buffers kept across commits: `saved`, what the GC tree holds of the
+    // records a plan names (at first the loaded records as loaded), and
+    // `plan`, what this pass writes.
+    let (mut saved, mut plan, mut v) = std::mem::take(&mut w.plans);
+    saved.clear();
+    for l in &w.loaded {
+        saved.push(l.key, &l.pages);
+    }
+    plan.fill(w, cap, 0);
+    let r = settle(w, &mut state, cap, (&mut saved, &mut plan), &mut v);
+    w.plans = (saved, plan, v);
+    r
+}
+
+/// The passes of [`save`]: writes `plan` where it differs from `saved`,
+/// plans again (a write can take and free pages), and stops when the new
+/// plan is the one just written. New chunks no longer needed are written
+/// empty: a plan has at least as many as the one before.
+fn settle(
+    w: &mut WriteStore,
+    state: &mut TreeState,
+    cap: usize,
+    (saved, plan): (&mut Plan, &mut Plan),
+    v: &mut Vec<u8>,
+) -> Result<()> {
     for _ in 0..64 {
-        let plan = plan(w, cap, chunks);
-        for (k, list) in &plan {
-            if saved.iter().any(|(sk, sl)| sk == k && sl == list) {
-                continue;
-            }
-            let mut v = Vec::with_capacity(4 * list.len());
-            for p in list {
-                v.extend_from_slice(&p.to_le_bytes());
-            }
-            let mut gc = w.gc;
-            let r = Tree::new(w, &mut state, &mut gc, Order::Bytewise).put(k, &v);
-            w.gc = gc;
-            r?;
-        }
-        // Content, not length: a round can both take a page and free one.
-        chunks = plan.len() - w.loaded.len();
-        if plan == self::plan(w, cap, chunks) {
+        write_plan(w, state, plan, saved, v)?;
+        // Content, not length: a pass can both take a page and free one.
+        let chunks = plan.len() - w.loaded.len();
+        // The next plan, into the buffer of the one the tree no longer holds.
+        saved.fill(w, cap, chunks);
+        if *plan == *saved {
             // A page recorded free must not be one this commit writes.
             debug_assert!(
-                plan.iter()
-                    .flat_map(|(_, l)| l)
-                    .all(|pg| !w.pager.dirty.contains_key(pg)),
+                plan.pages.iter().all(|pg| !w.pager.dirty.contains_key(pg)),
                 "GC record names a dirty page"
             );
             return Ok(());
         }
-        saved = plan;
+        // The tree holds what this pass wrote; the next pass writes the new plan.
+        std::mem::swap(saved, plan);
     }
     Err(Error::corrupted(
         u64::from(w.gc.root),
@@ -304,8 +312,33 @@ pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     ))
 }
 
+/// Puts every record of `plan` that `saved` does not hold as it is. `v` is
+/// the value's buffer.
+fn write_plan(
+    w: &mut WriteStore,
+    state: &mut TreeState,
+    plan: &Plan,
+    saved: &Plan,
+    v: &mut Vec<u8>,
+) -> Result<()> {
+    for (k, list) in plan.iter() {
+        if saved.iter().any(|(sk, sl)| sk == k && sl == list) {
+            continue;
+        }
+        v.clear();
+        for p in list {
+            v.extend_from_slice(&p.to_le_bytes());
+        }
+        let mut gc = w.gc;
+        let r = Tree::new(w, state, &mut gc, Order::Bytewise).put(k, v);
+        w.gc = gc;
+        r?;
+    }
+    Ok(())
+}
+
 /// Deletes the loaded records that no reclaimed page is left for (see
-/// [`plan`]), one at a time, until none is: a delete may take pages,
+/// [`Plan`]), one at a time, until none is: a delete may take pages,
 /// leaving fewer for the others. The pages the copy of the GC path will
 /// take count as used: a record they would empty is deleted now, in the
 /// same copy, rather than written empty and left for a later transaction
@@ -353,35 +386,83 @@ fn delete_used(w: &mut WriteStore) -> Result<usize> {
     }
 }
 
-/// The GC records commit writes, key and pages: the loaded records, the
-/// oldest first, each with its share of the reclaimed pages from the front
-/// (where [`load_record`] put their own, so pages taken from the end shrink
-/// the newest share first), then the freed pages and the rest of the
-/// reclaimed ones in chunks under this transaction's txnid, at least
-/// `chunks` of them (empty ones last).
-fn plan(w: &WriteStore, cap: usize, chunks: usize) -> Vec<([u8; 12], Vec<Pgno>)> {
-    let p = &w.pager;
-    let mut out = Vec::with_capacity(w.loaded.len() + 1);
-    let mut from = 0;
-    for l in w.loaded.iter().rev() {
-        let to = (from + l.pages.len()).min(p.reclaimed.len());
-        out.push((l.key, p.reclaimed[from..to].to_vec()));
-        from = to;
+/// The GC records commit writes, key and pages, in buffers kept across
+/// commits ([`WriteStore::plans`]): the loaded records, the oldest first,
+/// each with its share of the reclaimed pages from the front (where
+/// [`load_record`] put their own, so pages taken from the end shrink the
+/// newest share first), then the freed pages and the rest of the reclaimed
+/// ones in chunks under this transaction's txnid, at least `chunks` of
+/// them (empty ones last).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Each record's key and the end of its pages in `pages` (each starts
+    /// where the one before ends).
+    records: Vec<([u8; 12], usize)>,
+    /// The pages of every record, in record order.
+    pages: Vec<Pgno>,
+}
+
+impl Plan {
+    fn clear(&mut self) {
+        self.records.clear();
+        self.pages.clear();
     }
-    let rest: Vec<Pgno> = p
-        .freed
-        .iter()
-        .chain(&p.reclaimed[from..])
-        .copied()
-        .collect();
-    let mut n = 0;
-    for c in rest.chunks(cap) {
-        out.push((key(p.txnid, n), c.to_vec()));
-        n += 1;
+
+    /// Gives back the memory of a plan far larger than a usual commit's
+    /// (a mass delete's), between transactions.
+    pub(crate) fn shrink(&mut self) {
+        const KEEP: usize = 4096;
+        if self.pages.capacity() > KEEP || self.records.capacity() > KEEP {
+            *self = Plan::default();
+        }
     }
-    while (n as usize) < chunks {
-        out.push((key(p.txnid, n), Vec::new()));
-        n += 1;
+
+    fn push(&mut self, key: [u8; 12], pages: &[Pgno]) {
+        self.pages.extend_from_slice(pages);
+        self.records.push((key, self.pages.len()));
     }
-    out
+
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The records, key and pages, in order.
+    fn iter(&self) -> impl Iterator<Item = (&[u8; 12], &[Pgno])> {
+        let mut from = 0;
+        self.records.iter().map(move |(k, end)| {
+            let list = &self.pages[from..*end];
+            from = *end;
+            (k, list)
+        })
+    }
+
+    /// Replaces the plan with the records `w` would write now.
+    fn fill(&mut self, w: &WriteStore, cap: usize, chunks: usize) {
+        self.clear();
+        let p = &w.pager;
+        let mut from = 0;
+        for l in w.loaded.iter().rev() {
+            let to = (from + l.pages.len()).min(p.reclaimed.len());
+            self.push(l.key, &p.reclaimed[from..to]);
+            from = to;
+        }
+        let mut n = 0;
+        let mut left = cap;
+        for &pg in p.freed.iter().chain(&p.reclaimed[from..]) {
+            if left == cap {
+                self.records.push((key(p.txnid, n), self.pages.len()));
+                n += 1;
+                left = 0;
+            }
+            self.pages.push(pg);
+            left += 1;
+            if let Some(last) = self.records.last_mut() {
+                last.1 = self.pages.len();
+            }
+        }
+        while (n as usize) < chunks {
+            self.push(key(p.txnid, n), &[]);
+            n += 1;
+        }
+    }
 }

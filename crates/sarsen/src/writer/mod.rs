@@ -77,6 +77,9 @@ pub(crate) struct WriteStore {
     /// (`txn/compact.rs`). A transaction that allocates nothing loads
     /// nothing.
     pub load_all_first: bool,
+    /// Buffers of commit's GC save (two plans and a record's value), kept
+    /// so that a commit allocates none once they have grown.
+    pub plans: (gc::Plan, gc::Plan, Vec<u8>),
 }
 
 impl WriteStore {
@@ -237,6 +240,7 @@ impl TxnState {
                 gc_bound: 0,
                 committing: false,
                 loaded: Vec::new(),
+                plans: Default::default(),
                 gc_exhausted: false,
                 gc_paths: rustc_hash::FxHashSet::default(),
                 load_all_first: false,
@@ -291,6 +295,8 @@ impl TxnState {
         self.store.gc_exhausted = false;
         self.store.gc_paths.clear();
         self.store.load_all_first = false;
+        self.store.plans.0.shrink();
+        self.store.plans.1.shrink();
         self.tree.append = None;
         self.dbs.clear();
         self.main_changed = false;
