@@ -19,7 +19,7 @@
 //! end at the right edge.
 
 use super::insert::branch_node;
-use super::{descend, Path, Source, Tree};
+use super::{Path, Source, Tree};
 use crate::error::{Error, Result};
 use crate::page::{edit, Kind, Page, Pgno, HDR};
 use crate::store::PageStore;
@@ -32,11 +32,13 @@ impl<S: PageStore> Tree<'_, S> {
             return Ok(false);
         }
         self.state.clear_hint(self.rec.root);
-        let (mut path, found) = descend(self.store.view(), self.rec, self.ord, key)?;
+        // As a put's descent: the levels found dirty are not looked up
+        // again, and the leaf copied last is hashed while this one loads.
+        let (mut path, found, dirty) = self.descend_to_write(key)?;
         if !found {
             return Ok(false);
         }
-        self.delete_at(&mut path, 0)?;
+        self.delete_at(&mut path, dirty)?;
         Ok(true)
     }
 
