@@ -19,7 +19,7 @@
 //! end at the right edge.
 
 use super::insert::branch_node;
-use super::{Path, Source, Tree};
+use super::{Fill, Path, Source, Tree};
 use crate::error::{Error, Result};
 use crate::page::{edit, Kind, Page, Pgno, HDR};
 use crate::store::PageStore;
@@ -56,22 +56,34 @@ impl<S: PageStore> Tree<'_, S> {
         self.store.reserve(2 * self.rec.depth as usize + 1, 0)?;
         self.touch_path_known(path, dirty)?;
         let leaf = path.leaf();
-        self.remove_leaf_node(leaf.pgno, leaf.idx())?;
+        let fill = self.remove_leaf_node(leaf.pgno, leaf.idx())?;
         self.rec.entries = self.rec.entries.saturating_sub(1);
-        Ok(!self.rebalance(path)?)
+        Ok(!self.rebalance(path, Some(fill))?)
     }
 
-    /// Merges under-filled pages from the leaf of `path` upwards. Returns
-    /// whether any page was merged or freed (or the root replaced).
-    pub(crate) fn rebalance(&mut self, path: &Path) -> Result<bool> {
+    /// Merges under-filled pages from the leaf of `path` upwards, the
+    /// leaf's fill given if known (`leaf`). Returns whether any page was
+    /// merged or freed (or the root replaced).
+    pub(crate) fn rebalance(&mut self, path: &Path, mut leaf: Option<Fill>) -> Result<bool> {
         let cap = self.store.layout().psize - HDR;
         let mut level = path.len - 1;
         let mut changed = false;
         while level > 0 {
             let pg = path.steps[level].pgno;
-            let (kind, n, used) = {
-                let p = self.store.view().page(pg)?;
-                (p.kind(), p.len(), p.used())
+            let Fill {
+                kind,
+                entries: n,
+                used,
+            } = match leaf.take() {
+                Some(f) => f,
+                None => {
+                    let p = self.store.view().page(pg)?;
+                    Fill {
+                        kind: p.kind(),
+                        entries: p.len(),
+                        used: p.used(),
+                    }
+                }
             };
             let min = if kind == Kind::Leaf { 1 } else { 2 };
             if n >= min && used >= cap / 4 {

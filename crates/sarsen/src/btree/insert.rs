@@ -5,7 +5,7 @@
 //! splits in two; the split inserts a separator into the parent, which may
 //! split in turn; a root split adds a level.
 
-use super::{descend, Path, Source, Step, Tree};
+use super::{descend, Fill, Path, Source, Step, Tree};
 use crate::error::{Error, Result};
 use crate::io::buf::PageBuf;
 use crate::page::node::{self, BranchNode, LeafValue, FRESH};
@@ -353,24 +353,31 @@ impl<S: PageStore> Tree<'_, S> {
     }
 
     /// Removes node `idx` from dirty leaf `pgno`, freeing its overflow run.
-    pub(crate) fn remove_leaf_node(&mut self, pgno: Pgno, idx: usize) -> Result<()> {
+    /// Returns what [`rebalance`](Tree::rebalance) looks at next, the
+    /// leaf's fill after the removal (one look-up of the page, not two).
+    pub(crate) fn remove_leaf_node(&mut self, pgno: Pgno, idx: usize) -> Result<Fill> {
         let l = self.store.layout();
-        let (len, run) = {
-            let b = self.store.dirty_mut(pgno)?;
+        let b = self.store.dirty_mut(pgno)?;
+        let (len, run, kind, n) = {
             let p = Page::new(b, pgno)?;
             let n = p.leaf(idx)?;
             let run = match n.value {
                 LeafValue::Overflow { pgno, len, .. } => Some((pgno, l.overflow_pages(len))),
                 LeafValue::Inline(_) => None,
             };
-            (n.stored_len(), run)
+            (n.stored_len(), run, p.kind(), p.len())
         };
-        edit::remove(self.store.dirty_mut(pgno)?, idx, len);
+        edit::remove(b, idx, len);
+        let fill = Fill {
+            kind,
+            entries: n.saturating_sub(1),
+            used: b.len() - HDR - edit::free(b),
+        };
         if let Some((ov, n)) = run {
             self.store.free_run(ov, n)?;
             self.rec.overflow_pages = self.rec.overflow_pages.saturating_sub(n as u64);
         }
-        Ok(())
+        Ok(fill)
     }
 
     /// Makes the pages on the path to `key` dirty (copy-on-write) and changes

@@ -143,6 +143,15 @@ impl Step {
     }
 }
 
+/// A page's kind and fill as rebalancing weighs them: its entries and the
+/// bytes its slots and nodes use.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fill {
+    pub kind: crate::page::Kind,
+    pub entries: usize,
+    pub used: usize,
+}
+
 /// A root-to-leaf path (fixed size: no allocation).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Path {
