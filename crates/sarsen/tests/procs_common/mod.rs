@@ -80,14 +80,27 @@ pub struct Kid {
 }
 
 impl Kid {
-    /// Starts `cmd` with piped stdin, stdout and stderr.
+    /// Starts `cmd` with piped stdin, stdout and stderr. A spawn that
+    /// finds its executable busy is tried again: a test that has just
+    /// written a copy of its binary (`identities.rs`) races every thread
+    /// of the harness that forks, whose child holds the copy's write
+    /// descriptor until it execs (ETXTBSY, the known race of exec after
+    /// write in a threaded process).
     pub fn spawn(mut cmd: Command, name: &str) -> Kid {
-        let mut child = cmd
-            .stdin(Stdio::piped())
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawning {name}: {e}"));
+            .stderr(Stdio::piped());
+        let mut tries = 0;
+        let mut child = loop {
+            match cmd.spawn() {
+                Ok(c) => break c,
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("spawning {name}: {e}"),
+            }
+        };
         let out = BufReader::new(child.stdout.take().unwrap());
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
