@@ -163,7 +163,20 @@ impl<'env> RwTxn<'env> {
     }
 
     /// The order of `db`'s tree `rec`.
+    #[inline]
     pub(super) fn order(&self, db: Database, rec: &DbRecord) -> Result<Order<'env>> {
+        // Built-in orders without a call: the result stays in registers on
+        // every write's path.
+        if let Ok(Some(o)) = Order::builtin(rec.flags) {
+            return Ok(o);
+        }
+        self.order_custom(db, rec)
+    }
+
+    /// [`order`](RwTxn::order) of a tree with a user comparator (or a
+    /// damaged order code).
+    #[inline(never)]
+    fn order_custom(&self, db: Database, rec: &DbRecord) -> Result<Order<'env>> {
         let env = self.env;
         resolve_order(env, db, rec, || {
             if let Some(n) = self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
@@ -183,10 +196,18 @@ impl<'env> RwTxn<'env> {
 
     /// [`dup_order`](RwTxn::dup_order) of `db`'s tree `rec`, already read
     /// (reads and cursors have it: no second catalog lookup).
+    #[inline]
     pub(super) fn dup_order_of(&self, db: Database, rec: &DbRecord) -> Result<Option<Order<'env>>> {
         if !btree::dup::custom_dups(rec.flags) {
             return Ok(None);
         }
+        self.dup_order_custom(db)
+    }
+
+    /// [`dup_order_of`](RwTxn::dup_order_of) of a DUPSORT tree with a
+    /// user duplicate comparator.
+    #[inline(never)]
+    fn dup_order_custom(&self, db: Database) -> Result<Option<Order<'env>>> {
         let env = self.env;
         let recorded = match self.w.dbs.get(db.dbi as usize).and_then(Option::as_ref) {
             Some(n) => n.dup_comparator.clone(),
@@ -282,6 +303,7 @@ impl<'env> RwTxn<'env> {
 
     /// The record of `db`'s tree, for a change: `BadTxn` once the
     /// transaction is broken, `DbNotFound` for a dropped database.
+    #[inline]
     pub(super) fn current(&mut self, db: Database) -> Result<DbRecord> {
         if self.broken {
             return Err(Error::BadTxn);
@@ -289,6 +311,12 @@ impl<'env> RwTxn<'env> {
         if db.dbi == 0 {
             return Ok(self.w.main);
         }
+        self.current_named(db)
+    }
+
+    /// [`current`](RwTxn::current) of a named database.
+    #[inline(never)]
+    fn current_named(&mut self, db: Database) -> Result<DbRecord> {
         let n = self.named(db)?;
         if !n.exists {
             let name = self.env.registry.name(db)?.unwrap_or_default();
@@ -297,36 +325,58 @@ impl<'env> RwTxn<'env> {
         Ok(n.rec)
     }
 
-    /// Runs `f` on `rec`, [`current`](RwTxn::current) for `db`, and keeps
-    /// the record it leaves if it succeeds.
+    /// Runs `f` on `db`'s tree record where the transaction keeps it
+    /// (`before`, its value, is [`current`](RwTxn::current) for `db`), and
+    /// puts `before` back if `f` fails.
+    ///
+    /// In place, and with the result rebuilt from its parts rather than
+    /// moved: a copy of the record back, or of the whole `Result` (as large
+    /// as an `Error`), would load what the tree has just stored in smaller
+    /// pieces, a stall on every write.
     pub(super) fn apply<T>(
         &mut self,
         db: Database,
-        mut rec: DbRecord,
+        before: DbRecord,
         ord: Order<'env>,
         f: impl FnOnce(&mut Tree<'_, WriteStore>) -> Result<T>,
     ) -> Result<T> {
-        let before = rec;
+        let w = &mut *self.w;
         // A write cursor's saved place holds only while this count does.
-        self.w.tree.changes = self.w.tree.changes.wrapping_add(1);
-        let r = f(&mut self.w.tree(&mut rec, ord));
-        match &r {
-            Ok(_) => {
-                if db.dbi == 0 {
+        w.tree.changes = w.tree.changes.wrapping_add(1);
+        let r = if db.dbi == 0 {
+            match f(&mut Tree::new(&mut w.store, &mut w.tree, &mut w.main, ord)) {
+                Ok(v) => {
                     // A change of the record alone (its sequence) must
                     // commit too.
-                    self.w.main_changed = self.w.main_changed || rec != before;
-                    self.w.main = rec;
-                } else if rec != before {
-                    let n = self.named(db)?;
-                    n.rec = rec;
-                    n.dirty = true;
+                    if !w.main_changed {
+                        w.main_changed = w.main != before;
+                    }
+                    return Ok(v);
+                }
+                Err(e) => {
+                    w.main = before;
+                    e
                 }
             }
-            Err(e) if !e.leaves_txn_usable() => self.broken = true,
-            Err(_) => {}
+        } else {
+            let Some(Some(n)) = w.dbs.get_mut(db.dbi as usize) else {
+                return Err(Error::InvalidArgument("database state missing".into()));
+            };
+            match f(&mut Tree::new(&mut w.store, &mut w.tree, &mut n.rec, ord)) {
+                Ok(v) => {
+                    n.dirty |= n.rec != before;
+                    return Ok(v);
+                }
+                Err(e) => {
+                    n.rec = before;
+                    e
+                }
+            }
+        };
+        if !r.leaves_txn_usable() {
+            self.broken = true;
         }
-        r
+        Err(r)
     }
 
     /// The value of `key` in `db`, including this transaction's changes;
