@@ -34,7 +34,8 @@ impl<S: PageStore> Tree<'_, S> {
         self.state.clear_hint(self.rec.root);
         // As a put's descent: the levels found dirty are not looked up
         // again, and the leaf copied last is hashed while this one loads.
-        let (mut path, found, dirty) = self.descend_to_write(key)?;
+        let mut path = Path::new();
+        let (found, dirty) = self.descend_to_write(key, &mut path)?;
         if !found {
             return Ok(false);
         }

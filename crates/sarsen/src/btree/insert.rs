@@ -45,7 +45,8 @@ impl<S: PageStore> Tree<'_, S> {
         let (path, found, hinted) = match self.append_path(key)? {
             Some(path) => (path, false, true),
             None => {
-                let (mut path, found, dirty) = self.descend_to_write(key)?;
+                let mut path = Path::new();
+                let (found, dirty) = self.descend_to_write(key, &mut path)?;
                 self.touch_path_known(&mut path, dirty)?;
                 (path, found, false)
             }

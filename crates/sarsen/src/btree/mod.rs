@@ -252,10 +252,13 @@ impl<'t, S: PageStore> Tree<'t, S> {
     /// [`touch_path_known`](Tree::touch_path_known) need not look the
     /// pages up again. At the leaf, the store first starts loading a clean
     /// page (which the write will copy) and works while its lines arrive
-    /// ([`PageStore::approach_leaf`]).
-    pub(crate) fn descend_to_write(&mut self, key: &[u8]) -> Result<(Path, bool, u32)> {
+    /// ([`PageStore::approach_leaf`]). The path is written into `path`
+    /// (a few hundred bytes: returned, it would be copied on the way out);
+    /// returns whether the key was found, and the mask.
+    #[inline]
+    pub(crate) fn descend_to_write(&mut self, key: &[u8], path: &mut Path) -> Result<(bool, u32)> {
         let depth = check_depth(self.rec)?;
-        let mut path = Path::new();
+        path.len = 0;
         let mut dirty = 0u32;
         let mut pgno = self.rec.root;
         for level in 1..=depth {
@@ -273,7 +276,7 @@ impl<'t, S: PageStore> Tree<'t, S> {
                 let (i, eq) = p.search_leaf(key, self.ord)?;
                 path.steps[level - 1] = Step::new(pgno, i);
                 path.len = level;
-                return Ok((path, eq, dirty));
+                return Ok((eq, dirty));
             }
             let i = p.search_branch(key, self.ord)?;
             path.steps[level - 1] = Step::new(pgno, i);
