@@ -1,10 +1,12 @@
 //! Read and write transactions: [`RoTxn`] (`read.rs`), [`RwTxn`] (`write.rs`)
 //! and its nested children (`nested.rs`), over the state they share with
 //! the environment. The write transaction's own state is `writer.rs`;
-//! named databases, `catalog.rs`; page reuse, `gc.rs`; commit, `commit.rs`.
+//! named databases, `catalog.rs`; finding a tree and running one change on
+//! it, `change.rs`; page reuse, `gc.rs`; commit, `commit.rs`.
 
 mod canary;
 mod catalog;
+mod change;
 pub(crate) mod commit;
 pub(crate) mod compact;
 mod cursor;
