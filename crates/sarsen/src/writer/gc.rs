@@ -446,19 +446,16 @@ impl Plan {
             self.push(l.key, &p.reclaimed[from..to]);
             from = to;
         }
+        // The rest in chunks of `cap` pages: a record ends every `cap`
+        // pages and at the last one.
+        let start = self.pages.len();
+        self.pages
+            .extend(p.freed.iter().chain(&p.reclaimed[from..]));
+        let end = self.pages.len();
         let mut n = 0;
-        let mut left = cap;
-        for &pg in p.freed.iter().chain(&p.reclaimed[from..]) {
-            if left == cap {
-                self.records.push((key(p.txnid, n), self.pages.len()));
-                n += 1;
-                left = 0;
-            }
-            self.pages.push(pg);
-            left += 1;
-            if let Some(last) = self.records.last_mut() {
-                last.1 = self.pages.len();
-            }
+        for at in (start..end).step_by(cap) {
+            self.records.push((key(p.txnid, n), (at + cap).min(end)));
+            n += 1;
         }
         while (n as usize) < chunks {
             self.push(key(p.txnid, n), &[]);
