@@ -382,9 +382,12 @@ pub fn mutate(t: &Template, muts: &[Mutation]) -> Vec<u8> {
             Mutation::Extend { pages } => b.resize(b.len() + (*pages as usize % 64) * ps, 0),
             Mutation::FixMeta { slot } => {
                 let x = (*slot as usize % 3) * ps;
-                if x + 320 <= b.len() {
-                    let sum = xxhash_rust::xxh3::xxh3_64(&b[x..x + 312]);
-                    b[x + 312..x + 320].copy_from_slice(&sum.to_le_bytes());
+                // The checksum of the meta's format: of bytes 0..312 at 312
+                // (format 1), else of 0..504 at 504 (format 2).
+                let at = if b.get(x + 8) == Some(&1) { 312 } else { 504 };
+                if x + at + 8 <= b.len() {
+                    let sum = xxhash_rust::xxh3::xxh3_64(&b[x..x + at]);
+                    b[x + at..x + at + 8].copy_from_slice(&sum.to_le_bytes());
                 }
             }
         }

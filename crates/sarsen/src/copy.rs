@@ -29,8 +29,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::page::inline_gc::InlineGc;
 use crate::page::meta::{self, Meta};
-use crate::page::{DbRecord, META_PAGES};
+use crate::page::{DbRecord, Pgno, META_PAGES};
 use crate::store::MapSource;
 use crate::{Env, EnvOptions, RoTxn};
 
@@ -84,21 +85,50 @@ fn publish(file: &File, tmp: &Path, data: &Path) -> Result<u64> {
 
 /// What a physical copy of a snapshot writes: its pages, its txnid, its
 /// trees' records (GC, catalog, main) and which pages are in its trees.
-type Checked<'env> = (MapSource<'env>, u64, [DbRecord; 3], crate::check::PageUses);
+type Checked<'env> = (MapSource<'env>, u64, Recs, crate::check::PageUses);
+
+/// The trees' records (GC, catalog, main) and the inline GC of a copy.
+type Recs = ([DbRecord; 3], InlineGc);
 
 /// The snapshot of `txn`, checked: a damaged source is not copied page by
 /// page.
 fn checked<'env>(env: &Env, txn: &RoTxn<'env>) -> Result<Checked<'env>> {
     let (src, txnid, gc, catalog, main) = txn.parts();
-    let (report, in_tree) =
-        crate::check::walk(src, txnid, &gc, &catalog, &main, &env.shared.registry);
+    let inline = txn.inline_gc()?;
+    let trees = crate::check::Trees {
+        gc: &gc,
+        inline: inline.as_ref(),
+        catalog: &catalog,
+        main: &main,
+    };
+    let (report, in_tree) = crate::check::walk(src, txnid, trees, &env.shared.registry);
     if let Some(p) = report.problems.first() {
         return Err(Error::corrupted(
             p.page,
             format!("the source fails its check ({p}); copy refused"),
         ));
     }
-    Ok((src, txnid, [gc, catalog, main], in_tree))
+    // Without the snapshot's meta, the pages the check took to be its
+    // inline GC (no more than it holds) become the copy's, under its txnid.
+    let inline = match inline {
+        Some(l) => l,
+        None => {
+            let mut l = InlineGc::default();
+            let runs = in_tree.unseen_runs(META_PAGES as usize, src.limit as usize);
+            let pages: Vec<Pgno> = runs
+                .into_iter()
+                .flat_map(|(s, e)| s as Pgno..e as Pgno)
+                .collect();
+            if !l.push(txnid, &pages) {
+                return Err(Error::corrupted(
+                    0,
+                    "free pages of the copy do not fit its meta",
+                ));
+            }
+            l
+        }
+    };
+    Ok((src, txnid, ([gc, catalog, main], inline), in_tree))
 }
 
 /// A physical copy of the snapshot of `txn` into the directory `dir`.
@@ -175,7 +205,7 @@ fn write_pages(
     src: MapSource<'_>,
     in_tree: &crate::check::PageUses,
     txnid: u64,
-    [gc, catalog, main]: [DbRecord; 3],
+    ([gc, catalog, main], inline_gc): Recs,
     mut emit: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<()> {
     let ps = env.shared.page_size as usize;
@@ -195,6 +225,7 @@ fn write_pages(
         main,
         canary: [0; 4],
         base: 0,
+        inline_gc,
     };
     let mut first = vec![0u8; ps];
     m.encode(&mut first);

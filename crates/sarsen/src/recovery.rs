@@ -27,6 +27,7 @@
 use crate::error::{Error, Result};
 use crate::io::lock::{PrevLife, Published, WriterShared};
 use crate::io::DataFile;
+use crate::page::inline_gc::InlineGc;
 use crate::page::meta::{self, Meta, MetaError, META_LEN};
 use crate::page::{DbRecord, LeafValue, Page, Pgno, MAX_PAGE, META_PAGES, MIN_PAGE};
 use crate::shared::Shared;
@@ -271,6 +272,50 @@ impl Shared {
             self.sync_data()?;
         }
         Ok(())
+    }
+
+    /// The inline GC of the meta page in `slot`, which must hold the
+    /// commit `p` (the one a writer begins on). Read through the map, with
+    /// the writer lock held (no other process writes a meta meanwhile).
+    ///
+    /// # Errors
+    ///
+    /// `Corrupted` if the slot holds another commit or does not decode.
+    pub(crate) fn inline_gc_of(&self, slot: u8, p: &Published) -> Result<InlineGc> {
+        let b = self.mapped_meta(slot)?;
+        let state = (p.next_pgno, [&p.gc, &p.catalog, &p.main]);
+        let m = Meta::decode(b)
+            .ok()
+            .filter(|_| Meta::holds(b, p.txnid, Some(state)));
+        m.map(|m| m.inline_gc).ok_or_else(|| {
+            Error::corrupted(
+                u64::from(slot),
+                format!("meta page {slot} is not a valid meta of commit {}", p.txnid),
+            )
+        })
+    }
+
+    /// The inline GC of the snapshot `p` as a reader sees it: from the meta
+    /// slot that still holds that commit, read with `pread` (a writer may
+    /// be writing another slot meanwhile). `None` once later commits have
+    /// overwritten it (a snapshot three or more commits old).
+    ///
+    /// # Errors
+    ///
+    /// Those of reading the file.
+    pub(crate) fn snapshot_inline_gc(&self, p: &Published) -> Result<Option<InlineGc>> {
+        let state = (p.next_pgno, [&p.gc, &p.catalog, &p.main]);
+        let mut b = [0u8; META_LEN];
+        for slot in 0..u64::from(META_PAGES) {
+            self.file
+                .read_at(&mut b, slot * u64::from(self.page_size))?;
+            if Meta::holds(&b, p.txnid, Some(state)) {
+                if let Ok(m) = Meta::decode(&b) {
+                    return Ok(Some(m.inline_gc));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The bytes of the meta page in `slot`, read through the map.

@@ -721,8 +721,9 @@ fn huge_next_pgno(huge: u32) -> (tempfile::TempDir, u32) {
     let next = rd32(&f, m + 28);
     wr32(&mut f, m + 28, huge);
     wr32(&mut f, m + 36, huge);
-    let sum = twox_hash::XxHash3_64::oneshot(&f[m..m + 312]);
-    f[m + 312..m + 320].copy_from_slice(&sum.to_le_bytes());
+    // Format 2's checksum, of bytes 0..504, at 504.
+    let sum = twox_hash::XxHash3_64::oneshot(&f[m..m + 504]);
+    f[m + 504..m + 512].copy_from_slice(&sum.to_le_bytes());
     let d = with_file(&f);
     let file = std::fs::OpenOptions::new()
         .write(true)

@@ -80,7 +80,7 @@ const SHRINKS: usize = 304;
 const PUBLISH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The snapshot a read transaction copies: what the newest commit published.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Published {
     pub txnid: u64,
     pub next_pgno: u64,

@@ -5,7 +5,7 @@
 //! | offset | size | field |
 //! |-------:|-----:|-------|
 //! | 0   | 8  | magic `b"SARSEN\0\x01"` |
-//! | 8   | 4  | format version (1) |
+//! | 8   | 4  | format version (2; 1 is read too) |
 //! | 12  | 4  | page size, bytes |
 //! | 16  | 8  | txnid of this commit |
 //! | 24  | 4  | flags: 0x1 steady (durable when written), 0x2 one-sync (pages of this commit were synced together with this meta: verify them after an OS crash), 0x4 written by a no-sync environment, 0x8 group (written on commits not yet durable, made durable with them by one sync: verify every page newer than `base` after an OS crash) |
@@ -20,18 +20,30 @@
 //! | 192 | 64 | main tree record |
 //! | 256 | 32 | canary: four user words (reserved, 0) |
 //! | 288 | 8  | `base`: with the group flag, the txnid of the last durable commit when this one was written; else 0 |
-//! | 296 | 16 | reserved, 0 |
-//! | 312 | 8  | XXH3-64 of bytes 0..312 |
-
+//! | 296 | 4  | inline GC counts (format 2; `inline_gc.rs`) |
+//! | 300 | 20 | reserved, 0 |
+//! | 320 | 184 | inline GC groups and pages (format 2) |
+//! | 504 | 8  | XXH3-64 of bytes 0..504 |
+//!
+//! Format version 1 had no inline GC: bytes 296..312 were reserved and its
+//! checksum, of bytes 0..312, was at 312. Version-1 metas are still read
+//! (with an empty inline GC); commits write version 2.
+use super::inline_gc::{InlineGc, AREA_END};
 use super::record::RECORD_LEN;
 use super::{rd32, rd64, wr32, wr64, DbRecord, Pgno, MAX_PAGE, MIN_PAGE};
 
 /// Magic number at offset 0 of each meta page.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"SARSEN\x00\x01");
-/// On-disk format version.
-pub(crate) const FORMAT_VERSION: u32 = 1;
-/// Encoded meta size, bytes.
-pub(crate) const META_LEN: usize = 320;
+/// On-disk format version that commits write.
+pub(crate) const FORMAT_VERSION: u32 = 2;
+/// The format version before the inline GC, still read.
+pub(crate) const FORMAT_VERSION_1: u32 = 1;
+/// Encoded meta size, bytes (the smallest page size).
+pub(crate) const META_LEN: usize = 512;
+/// Where a format-1 meta's checksum is (of the bytes before it).
+const SUM_1: usize = 312;
+/// Where a format-2 meta's checksum is (of the bytes before it).
+const SUM_2: usize = AREA_END;
 
 /// Meta flag: the commit was durable when written.
 pub(crate) const STEADY: u32 = 0x1;
@@ -45,7 +57,8 @@ pub(crate) const NO_SYNC: u32 = 0x4;
 /// `STEADY`: a build that predates the flag would trust a `STEADY` meta
 /// unverified. Such a build must not open the file after a system crash
 /// either way (it would fall back past the chain to a commit whose pages
-/// later commits reused); the format version stays 1, so nothing stops it.
+/// later commits reused); it knows only format version 1, and commits
+/// write version 2, so it refuses the file.
 pub(crate) const GROUP: u32 = 0x8;
 
 /// A decoded meta page.
@@ -66,6 +79,8 @@ pub(crate) struct Meta {
     pub canary: [u64; 4],
     /// With [`GROUP`]: the last durable txnid when this meta was written.
     pub base: u64,
+    /// The newest free-page lists, carried here instead of in the GC tree.
+    pub inline_gc: InlineGc,
 }
 
 /// Why a meta page was rejected.
@@ -101,8 +116,9 @@ impl Meta {
             wr64(b, 256 + 8 * i, *c);
         }
         wr64(b, 288, self.base);
-        let sum = super::checksum(&b[..312]);
-        wr64(b, 312, sum);
+        self.inline_gc.encode(b);
+        let sum = super::checksum(&b[..SUM_2]);
+        wr64(b, SUM_2, sum);
     }
 
     /// The txnid of the meta page bytes `b` if they start with this
@@ -124,7 +140,7 @@ impl Meta {
     ) -> bool {
         if b.len() < META_LEN
             || rd64(b, 0) != MAGIC
-            || rd32(b, 8) != FORMAT_VERSION
+            || !matches!(rd32(b, 8), FORMAT_VERSION | FORMAT_VERSION_1)
             || rd64(b, 16) != txnid
         {
             return false;
@@ -149,15 +165,21 @@ impl Meta {
         if rd64(b, 0) != MAGIC {
             return Err(MetaError::Foreign);
         }
-        if rd64(b, 312) != super::checksum(&b[..312]) {
+        let sum_at = |at: usize| rd64(b, at) == super::checksum(&b[..at]);
+        let version = rd32(b, 8);
+        let sum = match version {
+            FORMAT_VERSION => SUM_2,
+            FORMAT_VERSION_1 => SUM_1,
+            // Another version: one whose checksum is where either of ours
+            // is says so; anything else is damage.
+            _ if sum_at(SUM_1) || sum_at(SUM_2) => return Err(MetaError::Version(version)),
+            _ => return Err(MetaError::Invalid("meta checksum mismatch")),
+        };
+        if !sum_at(sum) {
             return Err(MetaError::Invalid("meta checksum mismatch"));
         }
-        let version = rd32(b, 8);
-        if version != FORMAT_VERSION {
-            return Err(MetaError::Version(version));
-        }
         let rec = |off: usize| DbRecord::decode(&b[off..off + RECORD_LEN]).unwrap_or_default();
-        let m = Meta {
+        let mut m = Meta {
             page_size: rd32(b, 12),
             txnid: rd64(b, 16),
             flags: rd32(b, 24),
@@ -172,8 +194,13 @@ impl Meta {
             main: rec(192),
             canary: std::array::from_fn(|i| rd64(b, 256 + 8 * i)),
             base: rd64(b, 288),
+            inline_gc: InlineGc::default(),
         };
-        m.sane().map(|_| m)
+        m.sane()?;
+        if version == FORMAT_VERSION {
+            m.inline_gc = InlineGc::decode(b, m.txnid, m.next_pgno).map_err(MetaError::Invalid)?;
+        }
+        Ok(m)
     }
 
     /// Field checks beyond the checksum.
@@ -201,5 +228,74 @@ impl Meta {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Meta {
+        let mut inline_gc = InlineGc::default();
+        assert!(inline_gc.push(41, &[7, 9, 8]));
+        assert!(inline_gc.push(40, &[11]));
+        Meta {
+            page_size: 4096,
+            txnid: 42,
+            flags: STEADY,
+            next_pgno: 20,
+            lower: 3,
+            upper: 1000,
+            growth: 16,
+            inline_gc,
+            ..Meta::default()
+        }
+    }
+
+    /// `b`, a format-2 meta without inline GC, rewritten in format 1.
+    fn as_format_1(b: &mut [u8]) {
+        wr32(b, 8, FORMAT_VERSION_1);
+        b[296..META_LEN].fill(0);
+        let sum = crate::page::checksum(&b[..SUM_1]);
+        wr64(b, SUM_1, sum);
+    }
+
+    #[test]
+    fn both_formats_decode_to_what_was_encoded() {
+        let m = sample();
+        let mut b = [0u8; META_LEN];
+        m.encode(&mut b);
+        assert_eq!(Meta::decode(&b).unwrap(), m);
+        let v1 = Meta {
+            inline_gc: InlineGc::default(),
+            ..m
+        };
+        v1.encode(&mut b);
+        as_format_1(&mut b);
+        assert_eq!(rd32(&b, 8), 1);
+        assert_eq!(Meta::decode(&b).unwrap(), v1);
+        assert!(Meta::holds(&b, 42, None));
+    }
+
+    #[test]
+    fn damage_and_other_versions_are_told_apart() {
+        let mut b = [0u8; META_LEN];
+        sample().encode(&mut b);
+        // A page number of the inline GC changed: the checksum covers it.
+        let mut d = b;
+        d[super::super::inline_gc::AREA_START + 24] ^= 1;
+        assert!(matches!(Meta::decode(&d), Err(MetaError::Invalid(_))));
+        // A later version, checksummed at either place.
+        for at in [SUM_1, SUM_2] {
+            let mut d = b;
+            wr32(&mut d, 8, 3);
+            let sum = crate::page::checksum(&d[..at]);
+            wr64(&mut d, at, sum);
+            assert!(matches!(Meta::decode(&d), Err(MetaError::Version(3))));
+        }
+        // Format 1 read with format 2's checksum place is damage.
+        let mut d = b;
+        wr32(&mut d, 8, FORMAT_VERSION_1);
+        assert!(matches!(Meta::decode(&d), Err(MetaError::Invalid(_))));
     }
 }

@@ -24,6 +24,7 @@
 //! panic or an out-of-bounds read.
 
 pub(crate) mod dup;
+pub(crate) mod inline_gc;
 pub(crate) mod meta;
 pub(crate) mod node;
 pub(crate) mod record;

@@ -183,6 +183,7 @@ fn build_meta(env: &Shared, w: &TxnState, txnid: u64, flags: u32) -> Meta {
         main: w.main,
         canary: [0; 4],
         base: 0,
+        inline_gc: w.store.inline_out,
     }
 }
 
@@ -245,7 +246,9 @@ fn published_of(w: &TxnState) -> Published {
 /// after a system crash verifies every page newer than `base`.
 fn append_to_chain(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
     let txnid = w.txnid();
+    let mut written = 0;
     env.group.append(env, published_of(w), |slot, ws| {
+        written = slot;
         let one_sync = ws.durable_txnid + 1 == txnid;
         let mut m = build_meta(env, w, txnid, meta::STEADY | meta::ONE_SYNC);
         if !one_sync {
@@ -254,6 +257,7 @@ fn append_to_chain(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
         }
         put_meta(env, slot, &m, false)
     })?;
+    w.last_meta = Some((published_of(w), written, w.store.inline_out));
     if env.durability == Durability::Durable {
         w.unsynced_commits = false;
     }
@@ -347,7 +351,9 @@ fn write_meta(env: &Shared, w: &mut TxnState) -> Result<Outcome> {
     }
     ws.meta_current = slot;
     ws.current_steady = flags & meta::STEADY != 0;
-    env.lock.publish(&published_of(w), &ws);
+    let p = published_of(w);
+    env.lock.publish(&p, &ws);
+    w.last_meta = Some((p, slot, w.store.inline_out));
     Ok(Outcome::Done)
 }
 

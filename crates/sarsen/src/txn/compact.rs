@@ -111,7 +111,13 @@ impl RwTxn<'_> {
     pub(crate) fn look(&self, at_least: u64) -> Result<Option<Pass>> {
         let w = &*self.w;
         let mut c = RawCursor::new(w.view(), w.store.gc, Order::Bytewise);
-        let mut n = 0u64;
+        let reusable = || {
+            let groups = w.store.inline.iter();
+            groups
+                .filter(|(t, _)| *t <= w.store.gc_bound)
+                .map(|(_, l)| l)
+        };
+        let mut n = reusable().map(|l| l.len() as u64).sum::<u64>();
         let mut e = c.first()?;
         while let Some((k, v)) = e {
             if gc::key_txnid(k).is_none_or(|t| t > w.store.gc_bound) {
@@ -124,6 +130,7 @@ impl RwTxn<'_> {
             return Ok(None);
         }
         let mut free = Vec::with_capacity(n as usize);
+        free.extend(reusable().flatten());
         let mut e = c.first()?;
         while let Some((k, v)) = e {
             if gc::key_txnid(k).is_none_or(|t| t > w.store.gc_bound) {

@@ -613,8 +613,11 @@ impl<'env> RoTxn<'env> {
     /// parent's separators; overflow runs match their headers and
     /// checksums; each tree's counts match its record; GC records are no
     /// newer than the snapshot; and every page in `3..next_pgno` is in
-    /// exactly one tree or listed free exactly once (no leak, no double
-    /// use). Reads every page of the snapshot, so its cost is the database
+    /// exactly one tree or listed free exactly once, in the GC tree or the
+    /// inline GC of the snapshot's meta page (no leak, no double use). A
+    /// snapshot whose meta page later commits have overwritten is checked
+    /// without its inline GC
+    /// ([`CheckReport::inline_gc_unread`](crate::CheckReport::inline_gc_unread)). Reads every page of the snapshot, so its cost is the database
     /// size; writers are not blocked.
     ///
     /// [`Env::check`](crate::Env::check) also checks the meta pages.
@@ -641,12 +644,17 @@ impl<'env> RoTxn<'env> {
     /// error (the `Result` matches [`Env::check`](crate::Env::check),
     /// which can fail to begin its snapshot).
     pub fn check(&self) -> Result<crate::CheckReport> {
+        let inline = self.inline_gc()?;
+        let trees = crate::check::Trees {
+            gc: &self.gc,
+            inline: inline.as_ref(),
+            catalog: &self.catalog,
+            main: &self.main,
+        };
         Ok(crate::check::check(
             self.src,
             self.txnid,
-            &self.gc,
-            &self.catalog,
-            &self.main,
+            trees,
             &self.env.registry,
         ))
     }
@@ -656,13 +664,26 @@ impl<'env> RoTxn<'env> {
         (self.src, self.txnid, self.gc, self.catalog, self.main)
     }
 
+    /// The snapshot's inline GC (the free-page lists its meta page
+    /// carries), or `None` once later commits have overwritten that meta.
+    pub(crate) fn inline_gc(&self) -> Result<Option<crate::page::inline_gc::InlineGc>> {
+        self.env.snapshot_inline_gc(&crate::io::lock::Published {
+            txnid: self.txnid,
+            next_pgno: self.next_pgno(),
+            catalog: self.catalog.to_words(),
+            main: self.main.to_words(),
+            gc: self.gc.to_words(),
+        })
+    }
+
     /// The merge operator name recorded for database `name` (`None`: main).
     pub(crate) fn merge_operator_name(&self, name: Option<&str>) -> Result<Option<String>> {
         let e = lookup_entry(self.src, &self.catalog, name.unwrap_or(""))?;
         Ok(e.and_then(|e| e.merge).map(String::from))
     }
 
-    /// Pages recorded in the GC tree of this snapshot.
+    /// Pages recorded in the GC of this snapshot (its tree and, while its
+    /// meta page is still in the file, its inline GC), and the free tail.
     pub(crate) fn gc_pages(&self) -> Result<(u64, u64)> {
         let mut c =
             crate::cursor::RawCursor::new(AnySource::Map(self.src), self.gc, Order::Bytewise);
@@ -671,6 +692,9 @@ impl<'env> RoTxn<'env> {
         while let Some((_, v)) = e {
             pages.extend(v.chunks_exact(4).map(|b| crate::page::rd32(b, 0)));
             e = c.next()?;
+        }
+        if let Some(l) = self.inline_gc()? {
+            pages.extend(l.iter().flat_map(|(_, l)| l.iter().copied()));
         }
         pages.sort_unstable();
         // The free tail: free pages that end the pages in use.

@@ -102,12 +102,12 @@ impl<'env> RwTxn<'env> {
     pub(super) fn start(&mut self, head: Option<super::group::Pending>) -> Result<()> {
         let env = self.env;
         env.check_synced()?;
-        let (p, ws) = match head {
-            Some(h) => (h.p, env.lock.writer_shared()),
+        let (p, ws, slot) = match head {
+            Some(h) => (h.p, env.lock.writer_shared(), h.slot),
             None => {
                 let (p, ws) = env.writer_view()?;
                 env.erase_orphan_metas(&p, &ws)?;
-                (p, ws)
+                (p, ws, ws.meta_current)
             }
         };
         // Another process may have cut the file since this one last wrote.
@@ -120,6 +120,10 @@ impl<'env> RwTxn<'env> {
             .pager
             .begin(last + 1, next, env.upper_pgno, env.growth_pgno);
         w.store.gc = DbRecord::from_words(&p.gc);
+        w.store.inline = match w.last_meta {
+            Some((lp, ls, l)) if ls == slot && lp == p => l,
+            _ => env.inline_gc_of(slot, &p)?,
+        };
         w.catalog = DbRecord::from_words(&p.catalog);
         w.main = DbRecord::from_words(&p.main);
         // After the trees are set: the slow-reader handler reads the GC.

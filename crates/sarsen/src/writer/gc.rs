@@ -16,6 +16,7 @@ use crate::btree::walk::RawCursor;
 use crate::btree::{Tree, TreeState};
 use crate::error::{Error, Result};
 use crate::order::Order;
+use crate::page::inline_gc::InlineGc;
 use crate::page::{rd32, Pgno, META_PAGES};
 
 /// Key of chunk `chunk` of the record of `txnid`.
@@ -31,10 +32,10 @@ pub(crate) fn key_txnid(k: &[u8]) -> Option<u64> {
     (k.len() == 12).then(|| u64::from_be_bytes(k[..8].try_into().unwrap_or_default()))
 }
 
-/// Pages listed in GC records of commits after `txnid`: about those a
-/// reader of snapshot `txnid` keeps from reuse (a lower bound: commit
-/// writes the pages a transaction left unused back under the older keys
-/// they were loaded from, see [`save`]).
+/// Pages listed in GC records (or inline GC groups) of commits after
+/// `txnid`: about those a reader of snapshot `txnid` keeps from reuse (a
+/// lower bound: commit writes the pages a transaction left unused back
+/// under the older keys they were loaded from, see [`save`]).
 pub(crate) fn pages_after(s: &WriteStore, txnid: u64) -> Result<u64> {
     let mut c = RawCursor::new(s.pager.view(), s.gc, Order::Bytewise);
     let mut n = 0;
@@ -43,7 +44,8 @@ pub(crate) fn pages_after(s: &WriteStore, txnid: u64) -> Result<u64> {
         n += v.len() as u64 / 4;
         e = c.next()?;
     }
-    Ok(n)
+    let inline = s.inline.iter().filter(|(t, _)| *t > txnid);
+    Ok(n + inline.map(|(_, l)| l.len() as u64).sum::<u64>())
 }
 
 /// Page numbers one record chunk holds at this page size.
@@ -90,8 +92,12 @@ pub(crate) fn load_all(w: &mut WriteStore) -> Result<()> {
     Ok(())
 }
 
-/// [`load_record`] without the sort.
+/// [`load_record`] without the sort: the next reusable group of the
+/// inline GC, else the next reusable record of the GC tree.
 fn load_unsorted(w: &mut WriteStore) -> Result<bool> {
+    if load_inline(w)? {
+        return Ok(true);
+    }
     if w.gc.root == 0 || w.gc_exhausted {
         return Ok(false);
     }
@@ -108,12 +114,7 @@ fn load_unsorted(w: &mut WriteStore) -> Result<bool> {
             // older snapshot): the right edge first, which is also the
             // path commit adds records along.
             None => match c.last()? {
-                Some((k, _)) if key_txnid(k).is_some_and(|t| t <= w.gc_bound) => {
-                    if w.gc_paths.is_empty() {
-                        w.gc_paths.extend(c.path_pgnos());
-                    }
-                    c.current()?
-                }
+                Some((k, _)) if key_txnid(k).is_some_and(|t| t <= w.gc_bound) => c.current()?,
                 _ => {
                     let bound = key(w.gc_bound, u32::MAX);
                     match c.seek(&bound)? {
@@ -161,30 +162,68 @@ fn load_unsorted(w: &mut WriteStore) -> Result<bool> {
             }
             pages.push(p);
         }
-        // A page on the path to a loaded record, or to the right edge
-        // where commit adds records, is one commit copies when it rewrites
-        // the GC: handed out before, it would be overwritten while the GC
-        // tree still reads it.
-        if w.gc_paths.is_empty() {
-            let mut edge = RawCursor::new(w.pager.view(), w.gc, Order::Bytewise);
-            edge.last()?;
-            w.gc_paths.extend(edge.path_pgnos());
-        }
         w.gc_paths.extend(c.path_pgnos());
-        if let Some(&p) = pages.iter().find(|p| w.gc_paths.contains(p)) {
-            return Err(Error::corrupted(
-                u64::from(p),
-                "GC lists a page of its own tree",
-            ));
-        }
         (k, pages)
     };
+    take(w, &pages)?;
+    w.loaded.push(Loaded { key: k, pages });
+    Ok(true)
+}
+
+/// Loads the next group of the inline GC that the bound allows (groups
+/// are newest first; a newer one is skipped and stays in the list).
+fn load_inline(w: &mut WriteStore) -> Result<bool> {
+    while w.inline_next < w.inline.len() {
+        let i = w.inline_next;
+        w.inline_next += 1;
+        let (t, list) = w.inline.group(i);
+        if t > w.gc_bound {
+            continue;
+        }
+        let mut pages = [0; crate::page::inline_gc::MAX_PAGES];
+        let pages = &mut pages[..list.len()];
+        pages.copy_from_slice(list);
+        if let Some(&p) = pages.iter().find(|&&p| p >= w.pager.file_pgno) {
+            return Err(Error::corrupted(
+                u64::from(p),
+                "inline GC names a page outside the file",
+            ));
+        }
+        take(w, pages)?;
+        w.inline_loaded |= 1 << i;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Checks the pages of a record or inline group being loaded and adds them
+/// to the reclaimed pages (at the end: `load_record` moves them in front,
+/// `load_all` sorts everything once).
+fn take(w: &mut WriteStore, pages: &[Pgno]) -> Result<()> {
+    // A page on the path to a loaded record, or to the right edge where
+    // commit adds records, is one commit copies when it rewrites the GC:
+    // handed out before, it would be overwritten while the GC tree still
+    // reads it.
+    let on_edge = |p: &Pgno, edge: &[Pgno]| edge.contains(p);
+    let edge = edge(w)?;
+    if let Some(&p) = pages.iter().find(|p| on_edge(p, edge)) {
+        return Err(Error::corrupted(
+            u64::from(p),
+            "GC lists a page of its own tree",
+        ));
+    }
+    if let Some(&p) = pages.iter().find(|p| w.gc_paths.contains(p)) {
+        return Err(Error::corrupted(
+            u64::from(p),
+            "GC lists a page of its own tree",
+        ));
+    }
     // A page listed twice (in this record or one loaded before), or one a
     // tree of this transaction has released (so a tree still used it), is
     // refused before it can be handed out: two writable views of one page,
     // or a copy onto itself, would follow (design.md §6).
     let claimed = w.pager.claims.len();
-    for &p in &pages {
+    for &p in pages {
         if let Err(e) = w
             .pager
             .claim(p, "GC lists a page twice, or a page still in a tree")
@@ -193,11 +232,23 @@ fn load_unsorted(w: &mut WriteStore) -> Result<bool> {
             return Err(e);
         }
     }
-    // At the end for now: `load_record` moves them in front, `load_all`
-    // sorts everything once.
-    w.pager.reclaimed.extend(pages.iter().copied());
-    w.loaded.push(Loaded { key: k, pages });
-    Ok(true)
+    w.pager.reclaimed.extend_from_slice(pages);
+    Ok(())
+}
+
+/// The GC tree's pages on the path to its right edge ([`WriteStore::gc_edge`]),
+/// read again only when the tree changed.
+fn edge(w: &mut WriteStore) -> Result<&[Pgno]> {
+    if w.gc_edge.0 != w.gc {
+        w.gc_edge.1.clear();
+        if w.gc.root != 0 {
+            let mut c = RawCursor::new(w.pager.view(), w.gc, Order::Bytewise);
+            c.last()?;
+            w.gc_edge.1.extend(c.path_pgnos());
+        }
+        w.gc_edge.0 = w.gc;
+    }
+    Ok(&w.gc_edge.1)
 }
 
 /// Loads records until `pages` pages are reclaimed or none is left: the
@@ -253,6 +304,12 @@ fn change_pages(w: &WriteStore) -> Result<usize> {
 /// can cost one split.
 pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     w.committing = true;
+    w.inline_out.clear();
+    // No GC record loaded: if the new lists fit in the meta page, the GC
+    // tree is left as it is.
+    if w.loaded.is_empty() && build_inline(w, 0) {
+        return Ok(());
+    }
     let need = delete_used(w)?;
     load_until(w, need)?;
     // Copy the path where the new records go first, so that the pages the
@@ -272,29 +329,97 @@ pub(crate) fn save(w: &mut WriteStore) -> Result<()> {
     for l in &w.loaded {
         saved.push(l.key, &l.pages);
     }
-    plan.fill(w, cap, 0);
-    let r = settle(w, &mut state, cap, (&mut saved, &mut plan), &mut v);
+    // The loaded records first, the new lists in the meta page if they fit
+    // once those settle, else every list into the tree.
+    let mut r = Ok(());
+    for spill in [false, true] {
+        plan.fill(w, cap, 0, spill);
+        r = settle(w, &mut state, cap, (&mut saved, &mut plan), &mut v, spill);
+        if r.is_err() || spill || build_inline(w, plan.pages.len()) {
+            break;
+        }
+    }
     w.plans = (saved, plan, v);
     r
+}
+
+/// Builds the inline GC commit writes ([`WriteStore::inline_out`]): this
+/// transaction's group (the freed pages and the reclaimed ones from
+/// `reclaimed[from..]` beyond the loaded inline groups' shares), then each
+/// group of the inline GC it began with, whole if it was not loaded, else
+/// with its share. Returns `false`, leaving it empty, if that does not fit
+/// in the meta page.
+fn build_inline(w: &mut WriteStore, from: usize) -> bool {
+    let (p, base, out) = (&w.pager, &w.inline, &mut w.inline_out);
+    out.clear();
+    let loaded = |i: usize| w.inline_loaded & (1 << i) != 0;
+    // Each loaded group's share: the reclaimed pages from `from` on, at
+    // most as many as it held.
+    let mut shares = [(0, 0); crate::page::inline_gc::MAX_GROUPS];
+    let mut at = from.min(p.reclaimed.len());
+    let (mut groups, mut pages) = (0, 0);
+    for (i, (_, list)) in base.iter().enumerate() {
+        let n = if loaded(i) {
+            let n = list.len().min(p.reclaimed.len() - at);
+            shares[i] = (at, at + n);
+            at += n;
+            n
+        } else {
+            list.len()
+        };
+        groups += usize::from(n > 0);
+        pages += n;
+    }
+    let own = p.freed.len() + p.reclaimed.len() - at;
+    if !InlineGc::fits(groups + usize::from(own > 0), pages + own) {
+        return false;
+    }
+    let mut buf = [0; crate::page::inline_gc::MAX_PAGES];
+    let own_pages = &mut buf[..own];
+    let (f, r) = own_pages.split_at_mut(p.freed.len());
+    f.copy_from_slice(&p.freed);
+    r.copy_from_slice(&p.reclaimed[at..]);
+    let mut ok = out.push(p.txnid, own_pages);
+    for (i, (t, list)) in base.iter().enumerate() {
+        let list = if loaded(i) {
+            &p.reclaimed[shares[i].0..shares[i].1]
+        } else {
+            list
+        };
+        ok &= out.push(t, list);
+    }
+    debug_assert!(ok, "inline GC counted to fit but did not");
+    // A page recorded free must not be one this commit writes.
+    debug_assert!(
+        out.iter()
+            .all(|(_, l)| l.iter().all(|pg| !p.dirty.contains_key(pg))),
+        "inline GC names a dirty page"
+    );
+    if !ok {
+        out.clear();
+    }
+    ok
 }
 
 /// The passes of [`save`]: writes `plan` where it differs from `saved`,
 /// plans again (a write can take and free pages), and stops when the new
 /// plan is the one just written. New chunks no longer needed are written
-/// empty: a plan has at least as many as the one before.
+/// empty: a plan has at least as many as the one before. With `spill`,
+/// the plans hold every list (see [`Plan::fill`]).
 fn settle(
     w: &mut WriteStore,
     state: &mut TreeState,
     cap: usize,
     (saved, plan): (&mut Plan, &mut Plan),
     v: &mut Vec<u8>,
+    spill: bool,
 ) -> Result<()> {
     for _ in 0..64 {
         write_plan(w, state, plan, saved, v)?;
         // Content, not length: a pass can both take a page and free one.
-        let chunks = plan.len() - w.loaded.len();
+        let chunks = plan.new_chunks;
         // The next plan, into the buffer of the one the tree no longer holds.
-        saved.fill(w, cap, chunks);
+        saved.fill(w, cap, chunks, spill);
         if *plan == *saved {
             // A page recorded free must not be one this commit writes.
             debug_assert!(
@@ -400,12 +525,15 @@ pub(crate) struct Plan {
     records: Vec<([u8; 12], usize)>,
     /// The pages of every record, in record order.
     pages: Vec<Pgno>,
+    /// Chunks under this transaction's txnid (the last records).
+    new_chunks: usize,
 }
 
 impl Plan {
     fn clear(&mut self) {
         self.records.clear();
         self.pages.clear();
+        self.new_chunks = 0;
     }
 
     /// Gives back the memory of a plan far larger than a usual commit's
@@ -422,10 +550,6 @@ impl Plan {
         self.records.push((key, self.pages.len()));
     }
 
-    fn len(&self) -> usize {
-        self.records.len()
-    }
-
     /// The records, key and pages, in order.
     fn iter(&self) -> impl Iterator<Item = (&[u8; 12], &[Pgno])> {
         let mut from = 0;
@@ -436,8 +560,14 @@ impl Plan {
         })
     }
 
-    /// Replaces the plan with the records `w` would write now.
-    fn fill(&mut self, w: &WriteStore, cap: usize, chunks: usize) {
+    /// Replaces the plan with the records `w` would write now: the loaded
+    /// records with their shares; without `spill`, nothing else (the rest
+    /// goes to the inline GC, [`build_inline`]); with it, each group of the
+    /// inline GC the transaction began with (whole, or its share if it was
+    /// loaded; written empty rather than left out when nothing is left for
+    /// it, so that no record is deleted while the tree settles), then the
+    /// rest in chunks under this transaction's txnid, at least `chunks`.
+    fn fill(&mut self, w: &WriteStore, cap: usize, chunks: usize, spill: bool) {
         self.clear();
         let p = &w.pager;
         let mut from = 0;
@@ -445,6 +575,18 @@ impl Plan {
             let to = (from + l.pages.len()).min(p.reclaimed.len());
             self.push(l.key, &p.reclaimed[from..to]);
             from = to;
+        }
+        if !spill {
+            return;
+        }
+        for (i, (t, list)) in w.inline.iter().enumerate() {
+            if w.inline_loaded & (1 << i) != 0 {
+                let to = (from + list.len()).min(p.reclaimed.len());
+                self.push(key(t, 0), &p.reclaimed[from..to]);
+                from = to;
+            } else {
+                self.push(key(t, 0), list);
+            }
         }
         // The rest in chunks of `cap` pages: a record ends every `cap`
         // pages and at the last one.
@@ -461,5 +603,6 @@ impl Plan {
             self.push(key(p.txnid, n), &[]);
             n += 1;
         }
+        self.new_chunks = n as usize;
     }
 }

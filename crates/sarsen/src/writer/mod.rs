@@ -8,6 +8,7 @@
 use crate::btree::TreeState;
 use crate::error::Result;
 use crate::io::buf::PageBuf;
+use crate::page::inline_gc::InlineGc;
 use crate::page::{DbRecord, Kind, Layout, Pgno};
 use crate::store::{PageStore, Pager, WSource};
 pub(crate) mod gc;
@@ -68,9 +69,14 @@ pub(crate) struct WriteStore {
     /// until the transaction ends or a nested one is rolled back (the GC
     /// tree gains no reusable record while a transaction runs).
     pub gc_exhausted: bool,
-    /// The GC tree's pages on the paths to the records loaded and to its
-    /// right edge: no record may hand one out (`gc::load_record`).
+    /// The GC tree's pages on the paths to the records loaded: no record
+    /// may hand one out (`gc::load_record`).
     pub gc_paths: rustc_hash::FxHashSet<Pgno>,
+    /// The GC tree's pages on the path to its right edge, where commit adds
+    /// records (no record may hand one out either), for the GC tree of
+    /// this record: kept across transactions while the tree is unchanged
+    /// (`gc::edge`).
+    pub gc_edge: (DbRecord, Vec<Pgno>),
     /// The automatic compaction asked for this transaction's commit: the
     /// first load of GC records loads them all, sorted once, so that the
     /// transaction's own allocations take the lowest free pages too
@@ -80,6 +86,15 @@ pub(crate) struct WriteStore {
     /// Buffers of commit's GC save (two plans and a record's value), kept
     /// so that a commit allocates none once they have grown.
     pub plans: (gc::Plan, gc::Plan, Vec<u8>),
+    /// The inline GC of the meta this transaction began on: the newest
+    /// free-page lists, loaded before the GC tree's records.
+    pub inline: InlineGc,
+    /// The next group of `inline` to look at when loading.
+    pub inline_next: usize,
+    /// The groups of `inline` loaded (bit `i` for group `i`).
+    pub inline_loaded: u32,
+    /// The inline GC commit writes into its meta page (`gc::save`).
+    pub inline_out: InlineGc,
 }
 
 impl WriteStore {
@@ -217,6 +232,11 @@ pub(crate) struct TxnState {
     /// The last snapshot reported to the slow-reader handler (pid, txnid):
     /// each is reported once. Kept across transactions.
     pub slow_reported: Option<(u32, u64)>,
+    /// The last commit this environment wrote: its published state, its
+    /// meta slot and the inline GC of its meta, so that the next
+    /// transaction built on it does not decode the meta again. Kept across
+    /// transactions; set only once the meta is written.
+    pub last_meta: Option<(crate::io::lock::Published, u8, InlineGc)>,
     /// Checkpoints of the nested transactions under way, innermost last
     /// (see `txn/nested.rs`). Empty outside nested transactions.
     pub nest: Vec<Checkpoint>,
@@ -243,7 +263,12 @@ impl TxnState {
                 plans: Default::default(),
                 gc_exhausted: false,
                 gc_paths: rustc_hash::FxHashSet::default(),
+                gc_edge: (DbRecord::default(), Vec::new()),
                 load_all_first: false,
+                inline: InlineGc::default(),
+                inline_next: 0,
+                inline_loaded: 0,
+                inline_out: InlineGc::default(),
             },
             tree: TreeState::default(),
             catalog: DbRecord::default(),
@@ -251,6 +276,7 @@ impl TxnState {
             dbs: Vec::new(),
             merge_buf: Vec::new(),
             slow_reported: None,
+            last_meta: None,
             main_changed: false,
             nest: Vec::new(),
             nest_serial: 0,
@@ -295,6 +321,10 @@ impl TxnState {
         self.store.gc_exhausted = false;
         self.store.gc_paths.clear();
         self.store.load_all_first = false;
+        self.store.inline.clear();
+        self.store.inline_next = 0;
+        self.store.inline_loaded = 0;
+        self.store.inline_out.clear();
         self.store.plans.0.shrink();
         self.store.plans.1.shrink();
         self.tree.append = None;

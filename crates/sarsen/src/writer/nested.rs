@@ -16,6 +16,8 @@ pub(crate) struct Checkpoint {
     gc: DbRecord,
     /// How many GC records were loaded.
     loaded: usize,
+    /// How far the inline GC was looked at, and which groups were loaded.
+    inline: (usize, u32),
     main_changed: bool,
     dbs: Vec<Option<NamedDb>>,
     append_hint: Option<(Pgno, Path)>,
@@ -31,6 +33,7 @@ impl TxnState {
             catalog: self.catalog,
             gc: self.store.gc,
             loaded: self.store.loaded.len(),
+            inline: (self.store.inline_next, self.store.inline_loaded),
             main_changed: self.main_changed,
             dbs: self.dbs.clone(),
             append_hint: self.tree.append,
@@ -65,6 +68,7 @@ impl TxnState {
         self.catalog = cp.catalog;
         self.store.gc = cp.gc;
         self.store.loaded.truncate(cp.loaded);
+        (self.store.inline_next, self.store.inline_loaded) = cp.inline;
         self.store.gc_exhausted = false;
         self.main_changed = cp.main_changed;
         self.dbs = cp.dbs;
