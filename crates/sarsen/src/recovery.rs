@@ -302,16 +302,29 @@ impl Shared {
     ///
     /// # Errors
     ///
-    /// Those of reading the file.
+    /// Those of reading the file; `Corrupted` if a slot names the commit
+    /// but does not decode, three reads in a row (one read may catch a
+    /// writer overwriting that slot half-way).
     pub(crate) fn snapshot_inline_gc(&self, p: &Published) -> Result<Option<InlineGc>> {
         let state = (p.next_pgno, [&p.gc, &p.catalog, &p.main]);
         let mut b = [0u8; META_LEN];
-        for slot in 0..u64::from(META_PAGES) {
-            self.file
-                .read_at(&mut b, slot * u64::from(self.page_size))?;
-            if Meta::holds(&b, p.txnid, Some(state)) {
-                if let Ok(m) = Meta::decode(&b) {
-                    return Ok(Some(m.inline_gc));
+        for slot in 0..META_PAGES {
+            for attempt in 0..3 {
+                let off = u64::from(slot) * u64::from(self.page_size);
+                self.file.read_at(&mut b, off)?;
+                if !Meta::holds(&b, p.txnid, Some(state)) {
+                    break;
+                }
+                match Meta::decode(&b) {
+                    Ok(m) => return Ok(Some(m.inline_gc)),
+                    Err(_) if attempt < 2 => std::thread::yield_now(),
+                    Err(_) => {
+                        let what = format!(
+                            "meta page {slot} names commit {} but does not decode",
+                            p.txnid
+                        );
+                        return Err(Error::corrupted(u64::from(slot), what));
+                    }
                 }
             }
         }

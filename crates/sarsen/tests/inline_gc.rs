@@ -246,3 +246,27 @@ fn a_format_1_file_opens_and_is_written_as_format_2() {
     assert_check(&env, "reopened");
     assert_model(&env, &model, "reopened");
 }
+
+#[test]
+fn check_reports_a_damaged_meta_of_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (env, mut model) = filled(dir.path(), 2_000, Durability::Durable);
+    put_one(&env, &mut model, 7, 1);
+    assert_check(&env, "before");
+    let path = dir.path().join(DATA);
+    let f = std::fs::read(&path).unwrap();
+    let txnid = |m: usize| u64::from_le_bytes(f[m + 16..m + 24].try_into().unwrap());
+    let newest = metas(&f).into_iter().max_by_key(|&m| txnid(m)).unwrap();
+    // One bit of the inline GC's area of the snapshot's own meta.
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let byte = [f[newest + 340] ^ 0x10];
+    std::os::unix::fs::FileExt::write_at(&file, &byte, (newest + 340) as u64).unwrap();
+    let r = env.check().unwrap();
+    assert!(
+        r.problems
+            .iter()
+            .any(|p| p.what.contains("does not decode")),
+        "{:?}",
+        r.problems
+    );
+}

@@ -139,9 +139,12 @@ impl InlineGc {
     ///
     /// What is wrong, for `MetaError::Invalid`.
     pub(crate) fn decode(b: &[u8], txnid: u64, next_pgno: Pgno) -> Result<Self, &'static str> {
+        if b.len() < AREA_END {
+            return Err("meta page too short for its inline GC");
+        }
         let g = usize::from(u16::from_le_bytes([b[296], b[297]]));
         let n = usize::from(u16::from_le_bytes([b[298], b[299]]));
-        if !Self::fits(g, n) || b.len() < AREA_END {
+        if !Self::fits(g, n) {
             return Err("inline GC larger than its area");
         }
         let mut l = InlineGc::default();

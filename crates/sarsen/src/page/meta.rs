@@ -21,7 +21,8 @@
 //! | 256 | 32 | canary: four user words (reserved, 0) |
 //! | 288 | 8  | `base`: with the group flag, the txnid of the last durable commit when this one was written; else 0 |
 //! | 296 | 4  | inline GC counts (format 2; `inline_gc.rs`) |
-//! | 300 | 20 | reserved, 0 |
+//! | 300 | 12 | reserved, 0 |
+//! | 312 | 8  | XXH3-64 of bytes 0..312: where format 1 has its checksum, so a build that knows only format 1 reports `Version` |
 //! | 320 | 184 | inline GC groups and pages (format 2) |
 //! | 504 | 8  | XXH3-64 of bytes 0..504 |
 //!
@@ -58,7 +59,8 @@ pub(crate) const NO_SYNC: u32 = 0x4;
 /// unverified. Such a build must not open the file after a system crash
 /// either way (it would fall back past the chain to a commit whose pages
 /// later commits reused); it knows only format version 1, and commits
-/// write version 2, so it refuses the file.
+/// write version 2 with a format-1 checksum too, so it refuses the meta
+/// as another version (and the file, once no format-1 meta is left).
 pub(crate) const GROUP: u32 = 0x8;
 
 /// A decoded meta page.
@@ -117,6 +119,12 @@ impl Meta {
         }
         wr64(b, 288, self.base);
         self.inline_gc.encode(b);
+        // Format 1's checksum too, where a build that knows only format 1
+        // checks first: it then reads the version and refuses the file
+        // (`Version(2)`) instead of taking the meta for damage and falling
+        // back to an older format-1 meta whose pages were reused since.
+        let old = super::checksum(&b[..SUM_1]);
+        wr64(b, SUM_1, old);
         let sum = super::checksum(&b[..SUM_2]);
         wr64(b, SUM_2, sum);
     }
@@ -266,6 +274,10 @@ mod tests {
         let mut b = [0u8; META_LEN];
         m.encode(&mut b);
         assert_eq!(Meta::decode(&b).unwrap(), m);
+        // What a build that knows only format 1 checks first holds too, so
+        // it goes on to read the version and refuses it.
+        assert_eq!(rd64(&b, SUM_1), crate::page::checksum(&b[..SUM_1]));
+        assert_eq!(rd32(&b, 8), FORMAT_VERSION);
         let v1 = Meta {
             inline_gc: InlineGc::default(),
             ..m

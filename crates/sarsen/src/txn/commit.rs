@@ -2,7 +2,8 @@
 //!
 //! Order of a commit of txnid T:
 //! 1. write each changed database's catalog entry (record and settings);
-//! 2. save the freed pages in the GC under T ([`gc::save`]);
+//! 2. save the freed pages under T ([`gc::save`]): in the meta's inline GC
+//!    when the lists fit, else in the GC tree;
 //! 3. seal the trees: checksums bottom-up over dirty pages;
 //! 4. grow the file, write the dirty pages (sorted, coalesced `pwritev`);
 //! 5. write the meta page into a slot that is neither the current nor the

@@ -644,19 +644,22 @@ impl<'env> RoTxn<'env> {
     /// error (the `Result` matches [`Env::check`](crate::Env::check),
     /// which can fail to begin its snapshot).
     pub fn check(&self) -> Result<crate::CheckReport> {
-        let inline = self.inline_gc()?;
+        let (inline, damage) = match self.inline_gc() {
+            Ok(l) => (l, None),
+            Err(e @ Error::Corrupted { .. }) => (None, Some(e)),
+            Err(e) => return Err(e),
+        };
         let trees = crate::check::Trees {
             gc: &self.gc,
             inline: inline.as_ref(),
             catalog: &self.catalog,
             main: &self.main,
         };
-        Ok(crate::check::check(
-            self.src,
-            self.txnid,
-            trees,
-            &self.env.registry,
-        ))
+        let mut report = crate::check::check(self.src, self.txnid, trees, &self.env.registry);
+        if let Some(e) = damage {
+            report.push(0, "", e.to_string());
+        }
+        Ok(report)
     }
 
     /// The snapshot's page source, txnid, and GC, catalog and main records.
@@ -693,7 +696,8 @@ impl<'env> RoTxn<'env> {
             pages.extend(v.chunks_exact(4).map(|b| crate::page::rd32(b, 0)));
             e = c.next()?;
         }
-        if let Some(l) = self.inline_gc()? {
+        // A damaged meta is the check's to report; the counts go without it.
+        if let Ok(Some(l)) = self.inline_gc() {
             pages.extend(l.iter().flat_map(|(_, l)| l.iter().copied()));
         }
         pages.sort_unstable();

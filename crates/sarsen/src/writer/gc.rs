@@ -177,12 +177,17 @@ fn load_inline(w: &mut WriteStore) -> Result<bool> {
         let i = w.inline_next;
         w.inline_next += 1;
         let (t, list) = w.inline.group(i);
-        if t > w.gc_bound {
-            continue;
-        }
         let mut pages = [0; crate::page::inline_gc::MAX_PAGES];
         let pages = &mut pages[..list.len()];
         pages.copy_from_slice(list);
+        if t > w.gc_bound {
+            // Kept for later, but claimed: a page it shares with a record
+            // loaded later, or that a tree releases, is damage to refuse
+            // now, not a page to hand out or give back to the file's end
+            // while the meta still lists it.
+            claim_all(w, pages)?;
+            continue;
+        }
         if let Some(&p) = pages.iter().find(|&&p| p >= w.pager.file_pgno) {
             return Err(Error::corrupted(
                 u64::from(p),
@@ -222,6 +227,13 @@ fn take(w: &mut WriteStore, pages: &[Pgno]) -> Result<()> {
     // tree of this transaction has released (so a tree still used it), is
     // refused before it can be handed out: two writable views of one page,
     // or a copy onto itself, would follow (design.md §6).
+    claim_all(w, pages)?;
+    w.pager.reclaimed.extend_from_slice(pages);
+    Ok(())
+}
+
+/// Claims every page of `pages` ([`crate::store::Pager::claim`]), or none.
+fn claim_all(w: &mut WriteStore, pages: &[Pgno]) -> Result<()> {
     let claimed = w.pager.claims.len();
     for &p in pages {
         if let Err(e) = w
@@ -232,7 +244,6 @@ fn take(w: &mut WriteStore, pages: &[Pgno]) -> Result<()> {
             return Err(e);
         }
     }
-    w.pager.reclaimed.extend_from_slice(pages);
     Ok(())
 }
 
