@@ -73,4 +73,8 @@ build() {
     if [[ ",$engines," == *,sarsen-capi,* ]]; then
         (cd "$ROOT" && cargo build --release -p sarsen-lmdb)
     fi
+    # The build leaves hundreds of megabytes of dirty pages; their writeback
+    # would otherwise land on the first engine's first workload (Sarsen's
+    # fillseq ran at half its speed in two main jobs, and at LMDB's alone).
+    sync
 }
