@@ -209,15 +209,9 @@ fn take(w: &mut WriteStore, pages: &[Pgno]) -> Result<()> {
     // commit adds records, is one commit copies when it rewrites the GC:
     // handed out before, it would be overwritten while the GC tree still
     // reads it.
-    let on_edge = |p: &Pgno, edge: &[Pgno]| edge.contains(p);
-    let edge = edge(w)?;
-    if let Some(&p) = pages.iter().find(|p| on_edge(p, edge)) {
-        return Err(Error::corrupted(
-            u64::from(p),
-            "GC lists a page of its own tree",
-        ));
-    }
-    if let Some(&p) = pages.iter().find(|p| w.gc_paths.contains(p)) {
+    read_edge(w)?;
+    let on_path = |p: &Pgno| w.gc_edge.1.contains(p) || w.gc_paths.contains(p);
+    if let Some(&p) = pages.iter().find(|p| on_path(p)) {
         return Err(Error::corrupted(
             u64::from(p),
             "GC lists a page of its own tree",
@@ -247,9 +241,9 @@ fn claim_all(w: &mut WriteStore, pages: &[Pgno]) -> Result<()> {
     Ok(())
 }
 
-/// The GC tree's pages on the path to its right edge ([`WriteStore::gc_edge`]),
-/// read again only when the tree changed.
-fn edge(w: &mut WriteStore) -> Result<&[Pgno]> {
+/// Reads the GC tree's pages on the path to its right edge into
+/// [`WriteStore::gc_edge`], unless they are those of this tree already.
+fn read_edge(w: &mut WriteStore) -> Result<()> {
     if w.gc_edge.0 != w.gc {
         w.gc_edge.1.clear();
         if w.gc.root != 0 {
@@ -259,7 +253,7 @@ fn edge(w: &mut WriteStore) -> Result<&[Pgno]> {
         }
         w.gc_edge.0 = w.gc;
     }
-    Ok(&w.gc_edge.1)
+    Ok(())
 }
 
 /// Loads records until `pages` pages are reclaimed or none is left: the
