@@ -747,10 +747,8 @@ impl<'a> Walk<'a> {
                 *gc_rec,
                 Order::Bytewise,
             );
-            let mut k = [0u8; 12];
-            k[..8].copy_from_slice(&t.to_be_bytes());
-            if let Ok(Some((found, _))) = c.seek(&k) {
-                if found[..8] == k[..8] {
+            if let Ok(Some((found, _))) = c.seek(&gc::key(t, 0)) {
+                if gc::key_txnid(found) == Some(t) {
                     self.problem(
                         u64::from(gc_rec.root),
                         "gc",

@@ -20,7 +20,7 @@ use crate::page::inline_gc::InlineGc;
 use crate::page::{rd32, Pgno, META_PAGES};
 
 /// Key of chunk `chunk` of the record of `txnid`.
-fn key(txnid: u64, chunk: u32) -> [u8; 12] {
+pub(crate) fn key(txnid: u64, chunk: u32) -> [u8; 12] {
     let mut k = [0u8; 12];
     k[..8].copy_from_slice(&txnid.to_be_bytes());
     k[8..].copy_from_slice(&chunk.to_be_bytes());
