@@ -75,7 +75,7 @@ pub(crate) struct WriteStore {
     /// The GC tree's pages on the path to its right edge, where commit adds
     /// records (no record may hand one out either), for the GC tree of
     /// this record: kept across transactions while the tree is unchanged
-    /// (`gc::edge`).
+    /// (`gc::read_edge`).
     pub gc_edge: (DbRecord, Vec<Pgno>),
     /// The automatic compaction asked for this transaction's commit: the
     /// first load of GC records loads them all, sorted once, so that the
