@@ -155,9 +155,12 @@ fn durable_commits_of_several_threads_share_syncs_and_readers_see_only_durable_o
     });
     let syncs = plan.syncs() - before;
     let commits = done.len() as u64;
+    // A sync waits for the threads the last one released (`Group::gather`):
+    // most syncs cover all four threads. Without that wait the threads take
+    // turns in two cohorts, two commits a sync.
     assert!(
-        syncs * 2 <= commits,
-        "{syncs} syncs for {commits} concurrent durable commits: no group commit"
+        syncs * 5 <= commits * 2,
+        "{syncs} syncs for {commits} concurrent durable commits: groups of fewer than 2.5"
     );
     let states = states(&done);
     let last = done.last().unwrap().txnid;

@@ -565,7 +565,7 @@ impl<'env> RwTxn<'env> {
         let env = self.env;
         drop(self);
         if let commit::Outcome::Pending(txnid) = r? {
-            env.group.wait_durable(env, txnid)?;
+            env.group.wait_durable(env, txnid, true)?;
         }
         crate::env::after_commit(env, freed, txnid);
         Ok(())
