@@ -58,7 +58,11 @@ impl std::error::Error for MergeError {}
 ///
 /// Implementations must be deterministic: the same inputs give the same
 /// output, since the name recorded in the catalog is all that ties a
-/// database to its operator.
+/// database to its operator. They report failure with [`MergeError`] and
+/// should not panic; if one does inside a write and the caller catches the
+/// unwind, that write transaction is broken: its later writes and its
+/// commit return [`Error::BadTxn`](crate::Error::BadTxn), as a panic
+/// poisons std's `Mutex`, and nothing of it is committed.
 ///
 /// ```
 /// use sarsen::{DbOptions, MergeError, MergeOperator};

@@ -23,7 +23,10 @@ pub const MAX_COMPARATOR_NAME: usize = 255;
 /// `compare` must be a total order that is the same every time (the tree
 /// on disk is sorted by it), and keys it calls `Equal` are the same key: a
 /// case-insensitive order must break ties, for example bytewise. It must
-/// not panic. The [`name`](Comparator::name) is recorded in the catalog
+/// not panic; if it does inside a write and the caller catches the unwind,
+/// that write transaction is broken: its later writes and its commit
+/// return [`Error::BadTxn`](crate::Error::BadTxn), as a panic poisons
+/// std's `Mutex`, and nothing of it is committed. The [`name`](Comparator::name) is recorded in the catalog
 /// when the database is created; opening it later needs a comparator of the
 /// same name ([`Error::KeyOrderMismatch`](crate::Error::KeyOrderMismatch)
 /// otherwise, [`Error::NoComparator`](crate::Error::NoComparator) without

@@ -617,3 +617,94 @@ fn compact_copy_keeps_the_order() {
         assert_eq!(got, want);
     }
 }
+
+/// Calls left before [`Trap`] panics (0: never).
+static TRAP_IN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Bytewise, but panics on the `TRAP_IN`-th call from when it is set.
+struct Trap;
+impl Comparator for Trap {
+    fn name(&self) -> &str {
+        "trap"
+    }
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        use std::sync::atomic::Ordering::Relaxed;
+        let left = TRAP_IN.load(Relaxed);
+        if left != 0 {
+            TRAP_IN.store(left - 1, Relaxed);
+            assert!(left != 1, "the comparator panics");
+        }
+        a.cmp(b)
+    }
+}
+
+/// A comparator that panics inside a write, with the unwind caught by the
+/// caller (as a server's task runtime does): the transaction is broken
+/// from then on (writes and commit give `BadTxn`, as std's `Mutex` is
+/// poisoned), so a tree left half changed is never committed. Each round
+/// sets the panic at another comparison of a batch of puts and deletes;
+/// the database must always hold the last committed state of a model.
+#[test]
+fn a_panicking_comparator_breaks_the_transaction() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::sync::atomic::Ordering::Relaxed;
+    let dir = tempfile::tempdir().unwrap();
+    let env = open(dir.path());
+    let ord: &'static KeyOrder = Box::leak(Box::new(KeyOrder::custom(Trap)));
+    let mut w = env.write_txn().unwrap();
+    let db = w.create_db_with(Some("trap"), &db_opts(ord)).unwrap();
+    w.commit().unwrap();
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let (seed, _) = base_seed("a_panicking_comparator_breaks_the_transaction");
+    eprintln!("seed {seed}");
+    let mut rng = SmallRng::seed_from_u64(mix(seed));
+    let mut panicked = 0;
+    for round in 1..=120u64 {
+        let mut w = env.write_txn().unwrap();
+        let mut pending = model.clone();
+        TRAP_IN.store(round * 7, Relaxed);
+        let r = catch_unwind(AssertUnwindSafe(|| -> sarsen::Result<()> {
+            for _ in 0..40 {
+                let k = format!("{:04}", rng.random_range(0..600)).into_bytes();
+                if rng.random_bool(0.25) {
+                    w.delete(db, &k)?;
+                    pending.remove(&k);
+                } else {
+                    let v = vec![round as u8; rng.random_range(1..60)];
+                    w.put(db, &k, &v)?;
+                    pending.insert(k, v);
+                }
+            }
+            Ok(())
+        }));
+        TRAP_IN.store(0, Relaxed);
+        match r {
+            Ok(r) => {
+                r.unwrap();
+                w.commit().unwrap();
+                model = pending;
+            }
+            Err(_) => {
+                panicked += 1;
+                assert!(matches!(w.put(db, b"after", b"x"), Err(Error::BadTxn)));
+                assert!(matches!(w.delete(db, b"after"), Err(Error::BadTxn)));
+                assert!(matches!(w.commit(), Err(Error::BadTxn)));
+            }
+        }
+        let r = env.read_txn().unwrap();
+        let got: BTreeMap<Vec<u8>, Vec<u8>> = r
+            .iter(db)
+            .unwrap()
+            .map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec())).unwrap())
+            .collect();
+        assert!(
+            got == model,
+            "round {round}: the database is not the last commit"
+        );
+    }
+    assert!(
+        panicked > 20,
+        "the comparator panicked in {panicked} rounds"
+    );
+    assert_check(&env, "after panicking comparators");
+}

@@ -205,6 +205,10 @@ impl<'env> RwTxn<'env> {
         ord: Order<'env>,
         f: impl FnOnce(&mut Tree<'_, WriteStore>) -> Result<T>,
     ) -> Result<T> {
+        // Broken until `f` returns: a user comparator or merge operator
+        // that panics leaves the tree half changed, and a caller that
+        // catches the unwind must not commit it (std's `Mutex` poisoning).
+        self.broken = true;
         let w = &mut *self.w;
         // A write cursor's saved place holds only while this count does.
         w.tree.changes = w.tree.changes.wrapping_add(1);
@@ -216,6 +220,7 @@ impl<'env> RwTxn<'env> {
                     if !w.main_changed {
                         w.main_changed = w.main != before;
                     }
+                    self.broken = false;
                     return Ok(v);
                 }
                 Err(e) => {
@@ -225,11 +230,13 @@ impl<'env> RwTxn<'env> {
             }
         } else {
             let Some(Some(n)) = w.dbs.get_mut(db.dbi as usize) else {
+                self.broken = false;
                 return Err(Error::InvalidArgument("database state missing".into()));
             };
             match f(&mut Tree::new(&mut w.store, &mut w.tree, &mut n.rec, ord)) {
                 Ok(v) => {
                     n.dirty |= n.rec != before;
+                    self.broken = false;
                     return Ok(v);
                 }
                 Err(e) => {
@@ -238,9 +245,7 @@ impl<'env> RwTxn<'env> {
                 }
             }
         };
-        if !r.leaves_txn_usable() {
-            self.broken = true;
-        }
+        self.broken = !r.leaves_txn_usable();
         Err(r)
     }
 }
