@@ -4,7 +4,7 @@
 //! is the public handle over it; transactions borrow it, not the handle.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::db::Registry;
 use crate::error::{Error, Result};
@@ -70,12 +70,72 @@ pub(crate) struct Shared {
     pub(crate) boot_id: [u8; 16],
     pub(crate) registry: Registry,
     pub(crate) writer: Mutex<TxnState>,
+    /// A thread spins for [`writer`](Shared::writer) (at most one at a
+    /// time; see [`Shared::lock_writer_mutex`]).
+    pub(crate) writer_spinner: std::sync::atomic::AtomicBool,
+    /// The process may run on more than one CPU (spinning for the writer
+    /// mutex is pointless on one).
+    pub(crate) multi_cpu: bool,
     /// Durable commits of this environment's threads waiting for one
     /// shared sync (`txn/group.rs`).
     pub(crate) group: crate::txn::group::Group,
 }
 
+/// How long one thread spins for the writer mutex before it sleeps.
+const WRITER_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
 impl Shared {
+    /// Takes this environment's writer mutex. A thread that finds it held
+    /// first spins for it, up to [`WRITER_SPIN`], if no other thread is
+    /// spinning and the machine has more than one CPU; then it sleeps on
+    /// it. A write transaction holds the mutex for microseconds when
+    /// threads commit in a loop (durable commits wait for their sync after
+    /// letting it go, `txn/group.rs`), and waking a sleeping thread for
+    /// each one costs more than the transaction: the spinner takes the
+    /// mutex the moment it is released, while the next thread's wake-up
+    /// overlaps the spinner's transaction. One spinner at most, so
+    /// spinning threads never crowd out the holder.
+    pub(crate) fn lock_writer_mutex(&self) -> MutexGuard<'_, TxnState> {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+        use std::sync::TryLockError;
+        fn take(
+            r: std::sync::TryLockResult<MutexGuard<'_, TxnState>>,
+        ) -> Option<MutexGuard<'_, TxnState>> {
+            match r {
+                Ok(g) => Some(g),
+                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            }
+        }
+        if let Some(g) = take(self.writer.try_lock()) {
+            return g;
+        }
+        if self.multi_cpu
+            && self
+                .writer_spinner
+                .compare_exchange(false, true, Acquire, Relaxed)
+                .is_ok()
+        {
+            let until = std::time::Instant::now() + WRITER_SPIN;
+            let got = loop {
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
+                if let Some(g) = take(self.writer.try_lock()) {
+                    break Some(g);
+                }
+                if std::time::Instant::now() >= until {
+                    break None;
+                }
+            };
+            self.writer_spinner.store(false, Release);
+            if let Some(g) = got {
+                return g;
+            }
+        }
+        self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The published snapshot. Wait-free unless a commit is publishing at
     /// this instant. If the seqlock stays odd, the writer may have died
     /// half-way through its publish: whoever can take the writer lock (no

@@ -184,6 +184,8 @@ impl Env {
             boot_id,
             registry: Registry::new(o.max_dbs),
             writer: Mutex::new(TxnState::new(Pager::new(map, layout))),
+            writer_spinner: Default::default(),
+            multi_cpu: std::thread::available_parallelism().is_ok_and(|n| n.get() > 1),
             group: Default::default(),
         };
         if let Opened::First(prev) = &opened {

@@ -53,7 +53,7 @@ impl<'env> RwTxn<'env> {
             return Err(Error::ReadOnly);
         }
         env.check_fork()?;
-        let w = env.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let w = env.lock_writer_mutex();
         let head = env.group.enter(env)?;
         // From here every exit, an error or a panic in the slow-reader
         // handler included, drops `txn`, which releases the writer lock.
