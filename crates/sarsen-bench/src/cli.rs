@@ -132,8 +132,9 @@ pub struct Cli {
     #[arg(long = "malloc", value_delimiter = ',', value_enum)]
     pub malloc: Vec<Allocator>,
 
-    /// Run every step this many times; tables show the run with the median rate,
-    /// and the JSON has every run.
+    /// Run every step this many times, round the engines (run 1 of each, then
+    /// run 2 of each); tables show the run with the median rate, and the JSON
+    /// has every run.
     #[arg(long = "repeat", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,

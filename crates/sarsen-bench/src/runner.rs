@@ -263,6 +263,9 @@ pub fn bench(cli: &Cli) -> ExitCode {
             p.threads = threads;
             let mut rows = Vec::new();
             let mut notes = Vec::new();
+            // The engines that run this step, each with the keys its first
+            // run starts from.
+            let mut runs = Vec::new();
             for &s in &series {
                 if w == Workload::MergeRandom && !s.engine.has_merge() {
                     notes.push(format!("{}: no merge operator, not run", s.name()));
@@ -279,15 +282,21 @@ pub fn bench(cli: &Cli) -> ExitCode {
                 } else {
                     threads
                 };
-                if !done.insert((s, effective)) {
-                    continue;
+                if done.insert((s, effective)) {
+                    runs.push((s, session.keys_held(s)));
                 }
-                // Every repetition starts from the keys the first one started
-                // from: deleterandom's first run removes the keys the next would
-                // delete, and timing deletes of absent keys measures nothing.
-                let first_keys = session.keys_held(s);
-                for run in 0..cli.repeat as usize {
-                    if run > 0 && session.keys_held(s) != first_keys {
+            }
+            // Repetitions go round the engines (run 1 of each, then run 2 of
+            // each, ...) rather than one engine's runs back to back, so that
+            // a slow spell of the shared disk or CPU falls on every engine
+            // alike instead of on the one running then.
+            for run in 0..cli.repeat as usize {
+                for (s, first_keys) in &runs {
+                    let s = *s;
+                    // Every repetition starts from the keys the first one started
+                    // from: deleterandom's first run removes the keys the next would
+                    // delete, and timing deletes of absent keys measures nothing.
+                    if run > 0 && session.keys_held(s) != *first_keys {
                         if let Err(err) = session.reload_before_next(s) {
                             eprintln!("sarsen-bench: {} on {}: {err}", w.name(), s.name());
                             failed = true;

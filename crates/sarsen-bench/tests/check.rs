@@ -459,7 +459,16 @@ fn repeat_shows_medians_and_report_merges_runs() {
         .iter()
         .map(|r| r["run"].as_u64().expect("run"))
         .collect();
-    assert_eq!(&runs[..6], [0, 1, 2, 0, 1, 2]);
+    // Repetitions go round the engines: run 1 of each, then run 2 of each.
+    assert_eq!(&runs[..6], [0, 0, 1, 1, 2, 2]);
+    let series: Vec<&str> = recs[..6]
+        .iter()
+        .map(|r| r["series"].as_str().expect("series"))
+        .collect();
+    assert_eq!(
+        series,
+        ["sarsen", "lmdb", "sarsen", "lmdb", "sarsen", "lmdb"]
+    );
     ok(&bench(
         &[
             "--num=2000",
