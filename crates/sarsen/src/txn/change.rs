@@ -208,6 +208,9 @@ impl<'env> RwTxn<'env> {
         // Broken until `f` returns: a user comparator or merge operator
         // that panics leaves the tree half changed, and a caller that
         // catches the unwind must not commit it (std's `Mutex` poisoning).
+        // Callers come through `current`, which refuses a broken
+        // transaction, so the success paths below restore `false`.
+        debug_assert!(!self.broken, "apply on a broken transaction");
         self.broken = true;
         let w = &mut *self.w;
         // A write cursor's saved place holds only while this count does.

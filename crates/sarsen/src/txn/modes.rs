@@ -8,6 +8,7 @@ use super::RwTxn;
 use crate::btree::walk::RawCursor;
 use crate::db::Database;
 use crate::error::{Error, Result};
+use crate::page::Pgno;
 
 impl RwTxn<'_> {
     /// Inserts `key` with `value` only if `key` is absent (LMDB's
@@ -227,39 +228,30 @@ impl RwTxn<'_> {
         // every order).
         let mut from = from;
         let end = range.end_bound().map(|k| k.to_vec());
+        if self.broken {
+            return Err(Error::BadTxn);
+        }
         let mut n = 0;
         let mut key = Vec::new();
         loop {
-            let (rec, ord) = self.tree_ord(db)?;
-            let mut c = RawCursor::new(self.src(), rec, ord);
-            let mut e = match &from {
-                Some(f) => c.seek(f)?,
-                None => c.first()?,
+            // Broken while the walk runs the key order: a user comparator
+            // that panics there must not leave a range half deleted in a
+            // transaction the caller can still commit (as `apply`).
+            self.broken = true;
+            let found = self.next_in_range(db, from.as_deref(), skip_from, &end, &mut key);
+            self.broken = match &found {
+                Ok(_) => false,
+                Err(e) => !e.leaves_txn_usable(),
             };
-            if skip_from {
-                if e.is_some_and(|(k, _)| Some(k) == from.as_deref()) {
-                    e = c.next()?;
-                }
-                skip_from = false;
-            }
-            let Some((k, _)) = e else { break };
-            let inside = match &end {
-                Bound::Included(h) => !ord.lt(h, k),
-                Bound::Excluded(h) => ord.lt(k, h),
-                Bound::Unbounded => true,
-            };
-            if !inside {
-                break;
-            }
-            key.clear();
-            key.extend_from_slice(k);
+            skip_from = false;
+            let Some(root) = found? else { break };
             let gone = self.change(db, |t, dc| match super::dup::dups_of(t.rec, dc)? {
                 Some(d) => t.delete_all(d, &key),
                 None => t.delete(&key).map(u64::from),
             })?;
             if gone == 0 {
                 return Err(Error::corrupted(
-                    u64::from(rec.root),
+                    u64::from(root),
                     "a key the cursor found could not be deleted",
                 ));
             }
@@ -268,6 +260,41 @@ impl RwTxn<'_> {
             std::mem::swap(next, &mut key);
         }
         Ok(n)
+    }
+
+    /// [`delete_range`](RwTxn::delete_range)'s walk: the first key of
+    /// `db` at or after `from` (after it with `skip_from`; from the first
+    /// key without `from`) that is still inside `end`, copied into `key`;
+    /// returns the tree's root page for messages, or `None` past the range.
+    fn next_in_range(
+        &self,
+        db: Database,
+        from: Option<&[u8]>,
+        skip_from: bool,
+        end: &Bound<Vec<u8>>,
+        key: &mut Vec<u8>,
+    ) -> Result<Option<Pgno>> {
+        let (rec, ord) = self.tree_ord(db)?;
+        let mut c = RawCursor::new(self.src(), rec, ord);
+        let mut e = match from {
+            Some(f) => c.seek(f)?,
+            None => c.first()?,
+        };
+        if skip_from && e.is_some_and(|(k, _)| Some(k) == from) {
+            e = c.next()?;
+        }
+        let Some((k, _)) = e else { return Ok(None) };
+        let inside = match end {
+            Bound::Included(h) => !ord.lt(h, k),
+            Bound::Excluded(h) => ord.lt(k, h),
+            Bound::Unbounded => true,
+        };
+        if !inside {
+            return Ok(None);
+        }
+        key.clear();
+        key.extend_from_slice(k);
+        Ok(Some(rec.root))
     }
 
     /// The database's sequence (libmdbx's `mdbx_dbi_sequence`): a counter
