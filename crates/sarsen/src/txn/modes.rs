@@ -237,12 +237,11 @@ impl RwTxn<'_> {
             // Broken while the walk runs the key order: a user comparator
             // that panics there must not leave a range half deleted in a
             // transaction the caller can still commit (as `apply`).
+            // The walk only reads: an error it returns leaves the
+            // transaction as usable as a failed `get` does.
             self.broken = true;
             let found = self.next_in_range(db, from.as_deref(), skip_from, &end, &mut key);
-            self.broken = match &found {
-                Ok(_) => false,
-                Err(e) => !e.leaves_txn_usable(),
-            };
+            self.broken = false;
             skip_from = false;
             let Some(root) = found? else { break };
             let gone = self.change(db, |t, dc| match super::dup::dups_of(t.rec, dc)? {
