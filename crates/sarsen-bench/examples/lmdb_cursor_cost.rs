@@ -15,19 +15,13 @@
 //! valgrind --tool=callgrind --toggle-collect='lmdb_cursor_cost::pop_front' \
 //!     target/release/examples/lmdb_cursor_cost popfront 100000
 //! ```
-use std::ffi::{c_void, CString};
 use std::ptr;
 
+mod common;
+
+use common::{begin, ok};
 use ffi::{MDB_dbi, MDB_env, MDB_val};
 use lmdb_master_sys as ffi;
-use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-
-/// Panics with the call's name unless LMDB returned success.
-fn ok(call: &str, rc: i32) {
-    assert_eq!(rc, ffi::MDB_SUCCESS, "{call} failed: {rc}");
-}
 
 /// An empty `MDB_val` for LMDB to fill.
 fn empty() -> MDB_val {
@@ -35,20 +29,6 @@ fn empty() -> MDB_val {
         mv_size: 0,
         mv_data: ptr::null_mut(),
     }
-}
-
-/// Begins a write transaction.
-///
-/// # Safety
-///
-/// `env` is open.
-unsafe fn begin(env: *mut MDB_env) -> *mut ffi::MDB_txn {
-    let mut txn = ptr::null_mut();
-    ok(
-        "mdb_txn_begin",
-        ffi::mdb_txn_begin(env, ptr::null_mut(), 0, &mut txn),
-    );
-    txn
 }
 
 /// Deletes every key whose hash is odd (as `cursor_cost::retain`); returns
@@ -112,47 +92,11 @@ fn main() {
     let mode = args.next().unwrap_or_else(|| "retain".into());
     let n: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().unwrap();
-    let path = CString::new(dir.path().to_str().unwrap()).unwrap();
-    let mut order: Vec<u64> = (0..n).collect();
-    order.shuffle(&mut SmallRng::seed_from_u64(301));
     // SAFETY: each handle comes from a successful LMDB call and is used only on
-    // this thread while it is open; every MDB_val points at live Rust bytes.
+    // this thread while it is open.
     unsafe {
-        let mut env = ptr::null_mut();
-        ok("mdb_env_create", ffi::mdb_env_create(&mut env));
-        ok(
-            "mdb_env_set_mapsize",
-            ffi::mdb_env_set_mapsize(env, 1 << 30),
-        );
-        let flags = ffi::MDB_WRITEMAP | ffi::MDB_NOSYNC | ffi::MDB_NOMETASYNC;
-        ok(
-            "mdb_env_open",
-            ffi::mdb_env_open(env, path.as_ptr(), flags, 0o644),
-        );
-        let mut dbi = 0;
-        for (c, chunk) in order.chunks(1000).enumerate() {
-            let txn = begin(env);
-            if c == 0 {
-                ok(
-                    "mdb_dbi_open",
-                    ffi::mdb_dbi_open(txn, ptr::null(), 0, &mut dbi),
-                );
-            }
-            for &i in chunk {
-                let key = key_of(i);
-                let mut v = [i as u8; 100];
-                let mut k = MDB_val {
-                    mv_size: key.len(),
-                    mv_data: key.as_ptr() as *mut c_void,
-                };
-                let mut d = MDB_val {
-                    mv_size: v.len(),
-                    mv_data: v.as_mut_ptr() as *mut c_void,
-                };
-                ok("mdb_put", ffi::mdb_put(txn, dbi, &mut k, &mut d, 0));
-            }
-            ok("mdb_txn_commit", ffi::mdb_txn_commit(txn));
-        }
+        let env = common::open(dir.path(), true);
+        let dbi = common::load(env, n);
         let gone = match mode.as_str() {
             "retain" => retain(env, dbi),
             "popfront" => pop_front(env, dbi, n),
@@ -164,14 +108,4 @@ fn main() {
         println!("{mode}: {gone} deleted of {n}");
         ffi::mdb_env_close(env);
     }
-}
-
-/// `i` as 16 decimal digits with leading zeros (the harness's key format).
-fn key_of(mut i: u64) -> [u8; 16] {
-    let mut k = [b'0'; 16];
-    for d in k.iter_mut().rev() {
-        *d = b'0' + (i % 10) as u8;
-        i /= 10;
-    }
-    k
 }
