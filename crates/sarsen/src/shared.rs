@@ -97,17 +97,7 @@ impl Shared {
     /// spinning threads never crowd out the holder.
     pub(crate) fn lock_writer_mutex(&self) -> MutexGuard<'_, TxnState> {
         use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-        use std::sync::TryLockError;
-        fn take(
-            r: std::sync::TryLockResult<MutexGuard<'_, TxnState>>,
-        ) -> Option<MutexGuard<'_, TxnState>> {
-            match r {
-                Ok(g) => Some(g),
-                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(TryLockError::WouldBlock) => None,
-            }
-        }
-        if let Some(g) = take(self.writer.try_lock()) {
+        if let Some(g) = self.try_lock_writer_mutex() {
             return g;
         }
         if self.multi_cpu
@@ -121,7 +111,7 @@ impl Shared {
                 for _ in 0..32 {
                     std::hint::spin_loop();
                 }
-                if let Some(g) = take(self.writer.try_lock()) {
+                if let Some(g) = self.try_lock_writer_mutex() {
                     break Some(g);
                 }
                 if std::time::Instant::now() >= until {
@@ -134,6 +124,17 @@ impl Shared {
             }
         }
         self.writer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes this environment's writer mutex if no thread holds it (a
+    /// poisoned mutex is taken too: a transaction's state is reset when
+    /// the next one starts).
+    pub(crate) fn try_lock_writer_mutex(&self) -> Option<MutexGuard<'_, TxnState>> {
+        match self.writer.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 
     /// The published snapshot. Wait-free unless a commit is publishing at
@@ -160,11 +161,7 @@ impl Shared {
             }
             // This process's writer first: its threads share the lock
             // file's description, whose writer lock would not exclude them.
-            let own = match self.writer.try_lock() {
-                Ok(g) => Some(g),
-                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => None,
-            };
+            let own = self.try_lock_writer_mutex();
             // While this environment holds the writer lock for its
             // group-commit chain, the publish in progress is its own.
             if own.is_some() && !self.group.holds_lock() && self.lock.try_lock_writer()? {

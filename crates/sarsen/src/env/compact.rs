@@ -161,10 +161,8 @@ fn with_writer<T>(
             g
         }
         Wait::Skip => {
-            let g = match env.writer.try_lock() {
-                Ok(g) => g,
-                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+            let Some(g) = env.try_lock_writer_mutex() else {
+                return Ok(None);
             };
             match env.group.try_enter(env)? {
                 None => return Ok(None),

@@ -76,10 +76,8 @@ impl<'env> RwTxn<'env> {
             return Err(Error::ReadOnly);
         }
         env.check_fork()?;
-        let w = match env.writer.try_lock() {
-            Ok(w) => w,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+        let Some(w) = env.try_lock_writer_mutex() else {
+            return Ok(None);
         };
         let Some(head) = env.group.try_enter(env)? else {
             return Ok(None);
